@@ -1,0 +1,144 @@
+r"""The attention layer of Hron et al. (2020) and an exact sampler of it at initialisation.
+
+The layer is neural-tangents' ``stax.GlobalSelfAttention`` (NTK parameterisation). For inputs
+:math:`X \in \mathbb{R}^{S\times d_\mathrm{in}}` and head :math:`h`,
+
+.. math::
+
+    G_h = \frac{\sigma_{QK}}{d_\mathrm{in}\, d_k^{\,p}} (X W^Q_h)(X W^K_h)^\top, \qquad
+    f(X) = \frac{\sigma_{OV}}{\sqrt{d_v H d_\mathrm{in}}}
+           \big[\operatorname{softmax}(G_1) X W^V_1, \dots, \operatorname{softmax}(G_H) X W^V_H\big] W^O
+
+with all weights i.i.d. :math:`\mathcal N(0,1)`; :math:`p = 1/2` is the standard
+:math:`d^{-1/2}` scaling (``linear_scaling=False``), :math:`p = 1` the :math:`d^{-1}` scaling.
+
+**Exact sampler.** For fixed inputs, only a few random quantities matter, and each can be drawn
+directly with its exact law (no :math:`d\times d` weight matrix is ever formed):
+
+* :math:`X W \overset{d}{=} L Z` with :math:`L L^\top = X X^\top` (rank :math:`r`) and
+  :math:`Z \in \mathbb R^{r\times d_k}` i.i.d. normal, so
+  :math:`(XW^Q)(XW^K)^\top \overset{d}{=} L\,(Z_Q Z_K^\top)\,L^\top`.
+* :math:`Z_Q Z_K^\top \overset{d}{=} Z' B^\top` where :math:`Z'\in\mathbb R^{r\times r}` is
+  i.i.d. normal and :math:`B B^\top \sim \mathrm{Wishart}_r(d_k, I)` is drawn by Bartlett's
+  decomposition (:math:`B_{ii}^2 \sim \chi^2_{d_k-i+1}`, :math:`B_{i>j} \sim \mathcal N(0,1)`):
+  given :math:`Z_K`, the rows of :math:`Z_Q Z_K^\top` are independent
+  :math:`\mathcal N(0, Z_K^\top Z_K)`.
+* One output channel of head :math:`h` is :math:`a^\top X W^V_h w_h` with
+  :math:`w_h \in \mathbb R^{d_v}` the head's block of :math:`W^O`; given :math:`w_h`,
+  :math:`X W^V_h w_h \overset{d}{=} \lVert w_h\rVert\, L g`, :math:`g\sim\mathcal N(0, I_r)`, and
+  :math:`\lVert w_h\rVert^2 \sim \chi^2_{d_v}`.
+
+So a draw costs :math:`O(r^2 + S r)` per head instead of :math:`O(S d_\mathrm{in} d_k)`, which
+makes :math:`d = 1000` (and far beyond) with thousands of draws cheap. ``tests/test_hron2020_attention.py``
+checks the sampler against neural-tangents' ``apply_fn`` in distribution.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ntkrepro.nt import stax
+
+SCALINGS = {"sqrt": 0.5, "linear": 1.0}
+
+
+def nt_attention_layer(n_chan_out: int, d_k: int, d_v: int, n_heads: int, *, scaling: str = "sqrt",
+                       attention_mechanism: str = "SOFTMAX"):
+    r"""neural-tangents ``GlobalSelfAttention`` with :math:`d_k^{-p}` logit scaling, untied Q/K.
+
+    ``scaling="sqrt"`` is the standard layer (``linear_scaling=False``). ``scaling="linear"``
+    divides the logits by :math:`d_k` with *independent* query and key weights (Hron et al., Sec. 3),
+    realised as ``linear_scaling=False`` with :math:`\sigma_Q\sigma_K = d_k^{-1/2}`; this is the
+    variant whose attention weights collapse to uniform. (neural-tangents' own
+    ``linear_scaling=True`` ties :math:`W^Q = W^K` precisely to avoid that collapse.)
+    """
+    std = d_k ** -0.25 if scaling == "linear" else 1.0
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {sorted(SCALINGS)}, got {scaling!r}")
+    return stax.GlobalSelfAttention(n_chan_out, d_k, d_v, n_heads, linear_scaling=False,
+                                    W_query_std=std, W_key_std=std,
+                                    attention_mechanism=attention_mechanism)
+
+
+def gram_factor(x: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    r"""A factor :math:`L` (:math:`S\times r`) with :math:`L L^\top = X X^\top`, :math:`r` = rank."""
+    gram = np.asarray(x, np.float64) @ np.asarray(x, np.float64).T
+    evals, evecs = np.linalg.eigh(gram)
+    keep = evals > tol * max(evals.max(), 1.0)
+    return (evecs[:, keep] * np.sqrt(evals[keep])).astype(np.float32)
+
+
+def _bartlett(key: jax.Array, r: int, dof: int) -> jax.Array:
+    r"""Lower-triangular :math:`B` with :math:`B B^\top \sim \mathrm{Wishart}_r(\mathrm{dof}, I)`."""
+    k_chi, k_norm = jax.random.split(key)
+    dofs = dof - jnp.arange(r)
+    diag = jnp.sqrt(2.0 * jax.random.gamma(k_chi, dofs / 2.0))
+    lower = jnp.tril(jax.random.normal(k_norm, (r, r)), -1)
+    return lower + jnp.diag(diag)
+
+
+def sample_logit_products(key: jax.Array, r: int, d_k: int) -> jax.Array:
+    r"""One draw of :math:`Z_Q Z_K^\top` (:math:`r\times r`), :math:`Z_Q, Z_K \in \mathbb R^{r\times d_k}`."""
+    k1, k2 = jax.random.split(key)
+    if d_k < r:  # Wishart is singular; draw the factors directly (cheap when d_k is small)
+        return jax.random.normal(k1, (r, d_k)) @ jax.random.normal(k2, (r, d_k)).T
+    return jax.random.normal(k1, (r, r)) @ _bartlett(k2, r, d_k).T
+
+
+def sample_logits(key: jax.Array, factor: jax.Array, d_in: int, d_k: int, scaling: str,
+                  qk_std: float = 1.0) -> jax.Array:
+    r"""One head's logits :math:`G` (:math:`S\times S`) for inputs with Gram factor ``factor``."""
+    r = factor.shape[1]
+    prod = sample_logit_products(key, r, d_k)
+    norm = d_in * d_k ** SCALINGS[scaling]
+    return qk_std / norm * factor @ prod @ factor.T
+
+
+@partial(jax.jit, static_argnames=("n_draws", "n_heads", "d_in", "d_k", "d_v", "scaling"))
+def sample_outputs(key: jax.Array, factor: jax.Array, *, n_draws: int, n_heads: int, d_in: int,
+                   d_k: int, d_v: int, scaling: str = "sqrt", position: int = 0) -> jax.Array:
+    r"""``n_draws`` i.i.d. draws of output channel 0 at ``position`` of the layer at initialisation.
+
+    Implements :math:`f_{p,0} = \frac{1}{\sqrt{d_v H d_\mathrm{in}}}\sum_h \lVert w_h\rVert\,
+    \operatorname{softmax}(G_h)_{p,:} L g_h` (module docstring) with
+    :math:`\sigma_{QK}=\sigma_{OV}=1`.
+    """
+    r = factor.shape[1]
+
+    def one_head(k: jax.Array) -> jax.Array:
+        k_logit, k_g, k_w = jax.random.split(k, 3)
+        logits = sample_logits(k_logit, factor, d_in, d_k, scaling)
+        attn = jax.nn.softmax(logits[position])
+        g = jax.random.normal(k_g, (r,))
+        w_norm = jnp.sqrt(2.0 * jax.random.gamma(k_w, d_v / 2.0))
+        return w_norm * attn @ (factor @ g)
+
+    def one_draw(k: jax.Array) -> jax.Array:
+        heads = jax.vmap(one_head)(jax.random.split(k, n_heads))
+        return heads.sum() / jnp.sqrt(d_v * n_heads * d_in)
+
+    return jax.lax.map(one_draw, jax.random.split(key, n_draws), batch_size=256)
+
+
+@partial(jax.jit, static_argnames=("n_draws", "d_in", "d_k", "scaling", "seq_len"))
+def sample_attention_weights(key: jax.Array, factor: jax.Array, *, n_draws: int, d_in: int, d_k: int,
+                             scaling: str, seq_len: int) -> jax.Array:
+    r"""Draws of the softmax attention matrices of one head, shape ``(n_draws, N, S, S)``.
+
+    ``factor`` is the Gram factor of all :math:`N S` tokens of :math:`N` sequences of length
+    ``seq_len`` stacked together, so one draw shares :math:`W^Q, W^K` across sequences (as a
+    network does); logits are only formed within a sequence.
+    """
+    n_seq = factor.shape[0] // seq_len
+
+    def one_draw(k: jax.Array) -> jax.Array:
+        logits = sample_logits(k, factor, d_in, d_k, scaling)
+        blocks = logits.reshape(n_seq, seq_len, n_seq, seq_len)
+        within = jnp.stack([blocks[i, :, i, :] for i in range(n_seq)])
+        return jax.nn.softmax(within, axis=-1)
+
+    return jax.lax.map(one_draw, jax.random.split(key, n_draws), batch_size=64)

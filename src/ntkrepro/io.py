@@ -1,0 +1,103 @@
+"""Atomic, provenance-carrying file I/O shared by every compute rule.
+
+Every writer here writes to a temporary file in the destination folder and ``os.replace``-s it
+into place, so an interrupted job never leaves a partial output behind (Snakemake would otherwise
+see a complete-looking file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PathLike = str | os.PathLike[str]
+
+
+@contextlib.contextmanager
+def atomic_path(path: PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; move it onto ``path`` only if the block succeeds."""
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix or dest.suffix, dir=dest.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, dest)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy / jax scalars and arrays (recursively) into plain JSON types."""
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "__array__") and not isinstance(obj, (str, bytes)):
+        arr = np.asarray(obj)
+        return arr.item() if arr.ndim == 0 else arr.tolist()
+    if isinstance(obj, (np.floating, np.integer, np.bool_)):
+        return obj.item()
+    return obj
+
+
+def write_json(path: PathLike, data: Mapping[str, Any]) -> None:
+    """Write ``data`` as indented JSON, atomically (NaN is written as ``NaN`` and read back)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path: PathLike) -> dict[str, Any]:
+    """Read a JSON file written by :func:`write_json`."""
+    return json.loads(Path(path).read_text())
+
+
+def write_npz(path: PathLike, arrays: Mapping[str, Any], provenance: Mapping[str, Any] | None = None) -> None:
+    """Write arrays to ``.npz`` atomically; provenance is stored as a JSON string ``__provenance__``."""
+    payload = {k: np.asarray(v) for k, v in arrays.items()}
+    if provenance is not None:
+        payload["__provenance__"] = np.asarray(json.dumps(to_jsonable(provenance)))
+    with atomic_path(path, suffix=".npz") as tmp:
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **payload)
+
+
+def read_npz(path: PathLike) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:
+    """Read an ``.npz`` written by :func:`write_npz` (no pickles allowed) -> (arrays, provenance)."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k != "__provenance__"}
+        prov = json.loads(str(data["__provenance__"])) if "__provenance__" in data.files else None
+    return arrays, prov
+
+
+def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 hex digest of a file, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def canonical_hash(obj: Any) -> str:
+    """SHA-256 of the canonical (sorted-key, compact) JSON encoding of ``obj``."""
+    blob = json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def bytes_sha256(data: bytes) -> str:
+    """SHA-256 hex digest of in-memory bytes."""
+    return hashlib.sha256(io.BytesIO(data).getbuffer()).hexdigest()

@@ -1,0 +1,321 @@
+"""The claims ledger: pre-registered criteria, verdicts and the aggregate claims table.
+
+Each claim of ``CLAIMS.md`` is registered in code, in its paper's sub-package, *before* any run::
+
+    @register(ClaimSpec(id="H1", paper="hron2020", statement="...", criterion="..."))
+    def evaluate_h1(results: Results, scale: str) -> Evaluation: ...
+
+The criterion text and the function that applies it live side by side and are unit-tested on
+synthetic numbers in both directions. ``python -m ntkrepro.ledger entry H1 ...`` loads the
+claim's results files, applies the function and writes ``results/claims/H1.json`` with keys
+``id, paper, statement, criterion, measured, verdict, scale, substitutes, data, figures,
+provenance``. ``python -m ntkrepro.ledger table`` aggregates all entries (CSV, Markdown, LaTeX).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import importlib
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ntkrepro import provenance as _prov
+from ntkrepro.io import read_json, read_npz, write_json, atomic_path
+from ntkrepro.stats import Interval
+
+
+class Verdict(str, enum.Enum):
+    """Outcome of a pre-registered criterion."""
+
+    REPRODUCED = "reproduced"
+    NOT_REPRODUCED = "not_reproduced"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Paper:
+    """Bibliographic key of a replicated paper (``key`` names its sub-package and report section)."""
+
+    key: str
+    authors: str
+    year: int
+    title: str
+    ref: str
+
+
+PAPERS: dict[str, Paper] = {
+    "hron2020": Paper("hron2020", "Hron, Bahri, Sohl-Dickstein, Novak", 2020,
+                      "Infinite attention: NNGP and NTK for deep attention networks", "arXiv:2006.10540"),
+    "arda2026": Paper("arda2026", "Arda, Cayci, Eryilmaz", 2026,
+                      "Finite-Time Analysis of Gradient Descent for Shallow Transformers", "arXiv:2601.16514"),
+    "hazelden2026": Paper("hazelden2026", "Hazelden, Driscoll, Shlizerman, Shea-Brown", 2026,
+                          "The Global Empirical NTK", "arXiv:2605.08746"),
+    "framework": Paper("framework", "(seed 000)", 2025,
+                       "Neural Tangent Kernels Applied to Transformers", "seed 000"),
+}
+
+#: Which sub-package registers the claims with a given id prefix.
+CLAIM_MODULES: dict[str, str] = {
+    "H": "ntkrepro.hron2020.claims",
+    "A": "ntkrepro.arda2026.claims",
+    "G": "ntkrepro.hazelden2026.claims",
+    "F": "ntkrepro.framework.claims",
+}
+
+
+@dataclass
+class Evaluation:
+    """What a criterion returns: measured values with uncertainty, the verdict and why."""
+
+    measured: dict[str, Interval | float | int | str | list]
+    verdict: Verdict
+    reason: str
+    substitutes: list[str] = field(default_factory=list)
+    data: list[str] = field(default_factory=list)
+
+
+#: A claim's results, keyed by the stem of each results file (``H1_gaussianity.json`` -> ``H1_gaussianity``).
+Results = Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A claim and its pre-registered criterion (text); ``evaluate`` applies it to results."""
+
+    id: str
+    paper: str
+    statement: str
+    criterion: str
+    evaluate: Callable[[Results, str], Evaluation] | None = None
+
+
+_REGISTRY: dict[str, ClaimSpec] = {}
+
+
+def register(spec: ClaimSpec) -> Callable[[Callable[[Results, str], Evaluation]], Callable[[Results, str], Evaluation]]:
+    """Decorator registering ``fn`` as the criterion of ``spec`` (ids are unique)."""
+    if spec.paper not in PAPERS:
+        raise ValueError(f"unknown paper {spec.paper!r}")
+
+    def deco(fn: Callable[[Results, str], Evaluation]) -> Callable[[Results, str], Evaluation]:
+        if spec.id in _REGISTRY and _REGISTRY[spec.id].evaluate is not fn:
+            raise ValueError(f"claim {spec.id} registered twice")
+        _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn)
+        return fn
+
+    return deco
+
+
+def get_claim(claim_id: str) -> ClaimSpec:
+    """Look up a registered claim, importing its paper's ``claims`` module on demand."""
+    if claim_id not in _REGISTRY:
+        module = CLAIM_MODULES.get(claim_id[:1])
+        if module is None:
+            raise KeyError(f"no paper registers claims with prefix {claim_id[:1]!r}")
+        importlib.import_module(module)
+    try:
+        return _REGISTRY[claim_id]
+    except KeyError:
+        raise KeyError(f"claim {claim_id} is not registered in {CLAIM_MODULES[claim_id[:1]]}") from None
+
+
+def registered_claims() -> dict[str, ClaimSpec]:
+    """All claims whose paper modules import cleanly."""
+    for module in CLAIM_MODULES.values():
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+    return dict(sorted(_REGISTRY.items()))
+
+
+def decide(*, reproduced: bool, refuted: bool) -> Verdict:
+    """Map two pre-registered conditions to a verdict (``refuted`` wins over ``reproduced``)."""
+    if refuted:
+        return Verdict.NOT_REPRODUCED
+    if reproduced:
+        return Verdict.REPRODUCED
+    return Verdict.INCONCLUSIVE
+
+
+def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
+    """Load results files (``.json`` or ``.npz``) keyed by file stem."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in map(Path, paths):
+        if p.suffix == ".json":
+            out[p.stem] = read_json(p)
+        elif p.suffix == ".npz":
+            arrays, prov = read_npz(p)
+            out[p.stem] = {**arrays, "provenance": prov}
+        else:
+            raise ValueError(f"unsupported results file {p}")
+    return out
+
+
+def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence[str] = (),
+               config_hash: str | None = None) -> dict[str, Any]:
+    """Apply the registered criterion and assemble the ledger entry (a JSON-able dict)."""
+    spec = get_claim(claim_id)
+    assert spec.evaluate is not None
+    ev = spec.evaluate(results, scale)
+    if not isinstance(ev.verdict, Verdict):
+        raise TypeError("criterion must return a Verdict")
+    measured = {k: (v.as_dict() if isinstance(v, Interval) else v) for k, v in ev.measured.items()}
+    paper = PAPERS[spec.paper]
+    return {
+        "id": spec.id,
+        "paper": spec.paper,
+        "paper_ref": f"{paper.authors} ({paper.year}), {paper.title}, {paper.ref}",
+        "statement": spec.statement,
+        "criterion": spec.criterion,
+        "measured": measured,
+        "verdict": ev.verdict.value,
+        "reason": ev.reason,
+        "scale": scale,
+        "substitutes": list(ev.substitutes),
+        "data": list(ev.data),
+        "figures": list(figures),
+        "results_provenance": {k: r.get("provenance") for k, r in results.items()},
+        "provenance": _prov.collect(config_hash=config_hash, scale=scale),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregate table
+
+_TABLE_COLUMNS = ("id", "paper", "verdict", "scale", "headline", "substitutes")
+
+
+def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
+    parts = []
+    for name, val in list(entry["measured"].items())[:max_items]:
+        if isinstance(val, Mapping) and "value" in val:
+            parts.append(f"{name} = {val['value']:.3g} [{val['ci_low']:.3g}, {val['ci_high']:.3g}]")
+        elif isinstance(val, float):
+            parts.append(f"{name} = {val:.3g}")
+        else:
+            parts.append(f"{name} = {val}")
+    return "; ".join(parts)
+
+
+def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """One row per ledger entry, sorted by claim id."""
+    rows = []
+    for e in sorted(entries, key=lambda e: (e["paper"], e["id"])):
+        rows.append({"id": e["id"], "paper": e["paper"], "verdict": e["verdict"], "scale": e["scale"],
+                     "headline": _headline(e), "substitutes": "; ".join(e.get("substitutes", []))})
+    return rows
+
+
+def _tex_escape(s: str) -> str:
+    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(repl.get(c, c) for c in s)
+
+
+def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
+    """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body."""
+    import csv
+    import io
+
+    rows = table_rows(entries)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=_TABLE_COLUMNS)
+    w.writeheader()
+    w.writerows(rows)
+    with atomic_path(csv_path) as tmp:
+        tmp.write_text(buf.getvalue())
+    md = ["| " + " | ".join(_TABLE_COLUMNS) + " |", "|" + "---|" * len(_TABLE_COLUMNS)]
+    md += ["| " + " | ".join(r[c].replace("|", "/") for c in _TABLE_COLUMNS) + " |" for r in rows]
+    with atomic_path(md_path) as tmp:
+        tmp.write_text("\n".join(md) + "\n")
+    colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
+    tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
+           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(r['scale'])} & "
+           rf"{_tex_escape(r['headline'])} \\" for r in rows]
+    with atomic_path(tex_path) as tmp:
+        tmp.write_text("\n".join(tex) + "\n")
+
+
+def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
+    """Problems with the ledger: missing entries, missing keys, bad verdicts (empty list = fine)."""
+    problems = []
+    required = {"id", "paper", "statement", "criterion", "measured", "verdict", "scale", "provenance"}
+    for cid in expected:
+        p = claims_dir / f"{cid}.json"
+        if not p.exists():
+            problems.append(f"{cid}: no ledger entry at {p}")
+            continue
+        e = read_json(p)
+        missing = required - e.keys()
+        if missing:
+            problems.append(f"{cid}: missing keys {sorted(missing)}")
+        if e.get("verdict") not in {v.value for v in Verdict}:
+            problems.append(f"{cid}: bad verdict {e.get('verdict')!r}")
+        if not e.get("measured"):
+            problems.append(f"{cid}: nothing measured")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: ``entry`` (one claim), ``table`` (aggregate), ``check`` (CI)."""
+    ap = argparse.ArgumentParser(prog="python -m ntkrepro.ledger", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("entry", help="evaluate one claim and write its ledger entry")
+    e.add_argument("claim")
+    e.add_argument("--results", nargs="+", required=True)
+    e.add_argument("--figures", nargs="*", default=[])
+    e.add_argument("--scale", required=True)
+    e.add_argument("--config-hash", default=None)
+    e.add_argument("--out", required=True)
+    t = sub.add_parser("table", help="aggregate ledger entries into the claims table")
+    t.add_argument("entries", nargs="+")
+    t.add_argument("--csv", required=True)
+    t.add_argument("--md", required=True)
+    t.add_argument("--tex", required=True)
+    t.add_argument("--index", required=True, help="where to write the JSON list of the DAG's claims")
+    t.add_argument("--expected", nargs="+", required=True, help="claim ids registered in the DAG")
+    c = sub.add_parser("check", help="verify every claim in the DAG has a valid ledger entry")
+    c.add_argument("--claims-dir", default="results/claims")
+    c.add_argument("--pdf", nargs="*", default=[])
+    args = ap.parse_args(argv)
+
+    if args.cmd == "entry":
+        entry = make_entry(args.claim, load_results(args.results), scale=args.scale,
+                           figures=args.figures, config_hash=args.config_hash)
+        write_json(args.out, entry)
+        print(f"{args.claim}: {entry['verdict']} -- {entry['reason']}")
+    elif args.cmd == "table":
+        entries = [read_json(p) for p in args.entries]
+        write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))
+        got = {e["id"] for e in entries}
+        if set(args.expected) != got:
+            print(f"ledger entries {sorted(got)} differ from the DAG's claims {sorted(args.expected)}",
+                  file=sys.stderr)
+            return 1
+        write_json(args.index, {"claims": sorted(args.expected)})
+    elif args.cmd == "check":
+        claims_dir = Path(args.claims_dir)
+        index = claims_dir / "index.json"
+        if not index.exists():
+            print(f"no claims index at {index}", file=sys.stderr)
+            return 1
+        expected = read_json(index)["claims"]
+        problems = check(claims_dir, expected)
+        problems += [f"missing report {p}" for p in args.pdf if not Path(p).is_file()]
+        for p in problems:
+            print("LEDGER:", p, file=sys.stderr)
+        if problems:
+            return 1
+        print(f"ledger ok: {len(expected)} claims ({', '.join(expected)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

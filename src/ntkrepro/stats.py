@@ -1,0 +1,111 @@
+"""Statistics shared by the claim criteria: bootstrap intervals and power-law / linear fits.
+
+All functions are deterministic given their ``seed`` so that ledger numbers repeat exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a two-sided confidence interval ``[low, high]`` at ``level``."""
+
+    value: float
+    low: float
+    high: float
+    level: float = 0.95
+    method: str = ""
+
+    def contains(self, x: float) -> bool:
+        """True if ``low <= x <= high``."""
+        return self.low <= x <= self.high
+
+    def below(self, x: float) -> bool:
+        """True if the whole interval lies strictly below ``x``."""
+        return self.high < x
+
+    def above(self, x: float) -> bool:
+        """True if the whole interval lies strictly above ``x``."""
+        return self.low > x
+
+    def as_dict(self) -> dict[str, float | str]:
+        """JSON form used in the ledger's ``measured`` block."""
+        return {"value": float(self.value), "ci_low": float(self.low), "ci_high": float(self.high),
+                "ci_level": float(self.level), "method": self.method}
+
+
+def bootstrap_ci(samples: Sequence[float] | np.ndarray, statistic: Callable[[np.ndarray], float] = np.mean,
+                 *, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Interval:
+    r"""Percentile bootstrap interval of ``statistic`` over the first axis of ``samples``.
+
+    Resamples rows with replacement ``n_boot`` times; the interval is the
+    :math:`[(1-\ell)/2, (1+\ell)/2]` quantiles of the resampled statistic.
+    """
+    x = np.asarray(samples)
+    if x.shape[0] < 2:
+        raise ValueError("bootstrap needs at least two samples")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.shape[0], size=(n_boot, x.shape[0]))
+    boot = np.array([statistic(x[i]) for i in idx])
+    a = (1 - level) / 2
+    return Interval(float(statistic(x)), float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a)),
+                    level, f"percentile bootstrap, {n_boot} resamples")
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float], *, level: float = 0.95) -> tuple[Interval, Interval]:
+    r"""Ordinary least squares :math:`y = a + b x`; returns (slope, intercept) with t-intervals.
+
+    The slope interval is :math:`\hat b \pm t_{n-2,(1+\ell)/2}\,\mathrm{se}(\hat b)`.
+    """
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    if x.size < 3:
+        raise ValueError("a fitted slope with an interval needs at least three points")
+    res = _st.linregress(x, y)
+    t = _st.t.ppf((1 + level) / 2, x.size - 2)
+    slope = Interval(res.slope, res.slope - t * res.stderr, res.slope + t * res.stderr, level,
+                     "OLS t-interval")
+    icpt = Interval(res.intercept, res.intercept - t * res.intercept_stderr,
+                    res.intercept + t * res.intercept_stderr, level, "OLS t-interval")
+    return slope, icpt
+
+
+def powerlaw_fit(x: Sequence[float], y: Sequence[float], *, level: float = 0.95) -> tuple[Interval, Interval]:
+    r"""Fit :math:`y = C x^{b}` by OLS on :math:`\log y = \log C + b \log x`; returns (b, log C)."""
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError("power-law fit needs positive x and y")
+    return linear_fit(np.log(x), np.log(y), level=level)
+
+
+def bootstrap_slope(x: np.ndarray, y_samples: np.ndarray, *, log: bool = True, n_boot: int = 2000,
+                    level: float = 0.95, seed: int = 0, center: Callable = np.median) -> Interval:
+    r"""Slope of ``center(y)`` vs ``x`` (log-log if ``log``) with a bootstrap over replicates.
+
+    ``y_samples`` has shape ``(len(x), n_replicates)`` (e.g. seeds). Each bootstrap draw resamples
+    the replicates at every ``x`` independently, recomputes the centre and refits the slope.
+    """
+    x = np.asarray(x, float)
+    y = np.asarray(y_samples, float)
+    tx = np.log(x) if log else x
+    f = (lambda v: np.log(v)) if log else (lambda v: v)
+
+    def slope_of(cy: np.ndarray) -> float:
+        return float(np.polyfit(tx, f(cy), 1)[0])
+
+    rng = np.random.default_rng(seed)
+    point = slope_of(center(y, axis=1))
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        idx = rng.integers(0, y.shape[1], size=y.shape)
+        boots[b] = slope_of(center(np.take_along_axis(y, idx, axis=1), axis=1))
+    a = (1 - level) / 2
+    return Interval(point, float(np.quantile(boots, a)), float(np.quantile(boots, 1 - a)), level,
+                    f"bootstrap over replicates ({n_boot}), fit to {center.__name__}s")

@@ -1,0 +1,84 @@
+# Shared helpers: paths, the claim/figure registry, and the command lines rules use.
+# Orchestration only -- all computation is in src/ntkrepro.
+import json
+import shlex
+from pathlib import Path
+
+from ntkrepro.io import canonical_hash
+
+R = config["results_dir"]
+SCALE = config["scale"]
+CONFIG_HASH = canonical_hash(config)
+PY = "python"
+
+# claim id -> {"paper", "results": [...], "figures": [...]}; filled by each paper's .smk file.
+CLAIMS = {}
+# figure name -> {"paper", "claim", "results", "caption", "params"}; see register_figure.
+FIGURES = {}
+# benchmark outputs (results/benchmarks/*.json) built by `snakemake benchmarks`, not by `all`.
+BENCHMARKS = []
+
+
+wildcard_constraints:
+    claim=r"[A-Z][0-9]+",
+    figure=r"[A-Za-z0-9_]+",
+
+
+def validate_section(section, schema):
+    """Validate config[section] against workflow/schemas/<schema>, naming the section on error."""
+    try:
+        validate(config[section], schema)
+    except Exception as err:
+        raise ValueError(f"config section '{section}': {err}") from None
+
+
+def register_claim(claim, paper, results, figures):
+    """Declare claim `claim`: its results files and figure names (drives ledger, report, all)."""
+    CLAIMS[claim] = {"paper": paper, "results": list(results), "figures": list(figures)}
+
+
+def register_figure(name, results, caption, params=None):
+    """Declare figure results/figures/<name>.png|pdf, drawn by notebooks/<name>.py.
+
+    `name` is <paper>_<claim>_<what>; `results` are the files the notebook reads; `caption` is the
+    caption used by the LaTeX report and `snakemake --report`; `params` are extra notebook
+    parameters (JSON-able).
+    """
+    paper, claim, _ = name.split("_", 2)
+    FIGURES[name] = {"paper": paper, "claim": claim, "results": list(results), "caption": caption,
+                     "params": dict(params or {})}
+
+
+def figure_paths(name):
+    return {"png": f"{R}/figures/{name}.png", "pdf": f"{R}/figures/{name}.pdf"}
+
+
+def ledger_targets():
+    return [f"{R}/claims/{c}.json" for c in sorted(CLAIMS)]
+
+
+def figure_targets():
+    return [p for name in sorted(FIGURES) for p in figure_paths(name).values()]
+
+
+def compute_cmd(function):
+    """Shell command running library function `module:function` with `params.cfg` as parameters.
+
+    The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section),
+    `params.extra` (from `extra_outputs(...)`, may be "") and `log`.
+    """
+    return (
+        f"{PY} -m ntkrepro.run {function} --params {{params.cfg:q}} --scale {SCALE} "
+        f"--config-hash {CONFIG_HASH} --out {{output.results}} {{params.extra}} > {{log}} 2>&1"
+    )
+
+
+def extra_outputs(**paths):
+    """`--out-extra name=path ...` for a compute rule's further outputs (read via ctx.outputs)."""
+    if not paths:
+        return ""
+    return "--out-extra " + " ".join(shlex.quote(f"{k}={v}") for k, v in paths.items())
+
+
+def as_json(obj):
+    return json.dumps(obj, sort_keys=True)

@@ -1,0 +1,28 @@
+# The LaTeX replication report: one section per paper (prose in paper/sections/<paper>.tex), the
+# claims table from the ledger, every figure with its caption. Built into results/paper/<name>.pdf.
+REPORT = config["report"]["name"]
+
+
+rule replication_report:
+    """Render paper/replication_report.tex.j2 with the ledger and figures; latexmk -> PDF."""
+    input:
+        template="paper/replication_report.tex.j2",
+        sections=[f"paper/sections/{p}.tex" for p in ("hron2020", "arda2026", "hazelden2026", "framework")],
+        table=rules.claims_table.output.tex,
+        entries=ledger_targets(),
+        figures=figure_targets(),
+    output:
+        tex=f"{R}/paper/{REPORT}.tex",
+        pdf=report(f"{R}/paper/{REPORT}.pdf", caption="../report/replication_report.rst", category="report"),
+    log:
+        f"{R}/logs/paper/{REPORT}.log",
+    params:
+        figures=lambda wc: as_json(FIGURES),
+        scale=SCALE,
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    shell:
+        f"{PY} -m ntkrepro.report --template {{input.template}} --table {{input.table}} "
+        "--entries {input.entries} --figures-json {params.figures:q} --scale {params.scale} "
+        "--tex {output.tex} --pdf {output.pdf} > {log} 2>&1"
