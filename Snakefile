@@ -20,6 +20,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/hron2020.smk"
+include: "workflow/rules/hron2020_cifar10.smk"
+include: "workflow/rules/hron2020_imdb.smk"
 include: "workflow/rules/arda2026.smk"
 include: "workflow/rules/hazelden2026.smk"
 include: "workflow/rules/framework.smk"

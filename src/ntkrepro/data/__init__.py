@@ -1,0 +1,1 @@
+"""Data loaders (official archive layouts, checksum-verified, never fetched at test time)."""

@@ -1,0 +1,7 @@
+"""Pre-registered criteria of Hron et al. (2020), claims H1-H6.
+
+Each criterion lives beside the computation it judges (``evaluate_h1`` in :mod:`.gaussianity`,
+...); importing this module registers them all with :mod:`ntkrepro.ledger`.
+"""
+
+from ntkrepro.hron2020 import average_pooling, gaussianity  # noqa: F401  (H1, H2)

@@ -1,0 +1,1 @@
+"""Shared kernel machinery: resumable block computation and closed-form NNGP/NTK inference."""
