@@ -1,0 +1,226 @@
+r"""Resolve an official data archive (local copy or download) with checksum verification, and a
+restricted unpickler for the pickles such archives contain.
+
+An :class:`ArchiveSpec` names an archive by its official file name, URL and checksum
+(``sha256``; ``md5`` is accepted as well because some official sources publish only that).
+:func:`resolve_archive` returns a verified local path:
+
+1. an explicit ``local_path`` (from config) -- it must exist and match the checksum;
+2. otherwise ``<resources_dir>/<filename>`` if present (verified);
+3. otherwise, only when ``download=True``, the official URL is streamed into a temporary file in
+   ``resources_dir``, verified, and only then moved onto ``<resources_dir>/<filename>``
+   (``os.replace``), so a failed or interrupted download never leaves a half-written archive.
+
+Every failure raises :class:`ArchiveError` naming the path looked at, the expected checksum and how
+to supply the file. Nothing in this project downloads at test time; offline runs point
+``local_path`` at the archives in ``../shared/data``.
+
+:func:`restricted_loads` unpickles with a whitelist of globals (numpy array reconstruction and
+``_codecs.encode`` for Python-2 byte strings); everything else raises :class:`pickle.UnpicklingError`.
+After loading, :func:`check_plain` verifies that the object is made only of ``dict``, ``list``,
+``bytes``, ``str``, ``int`` and numpy arrays of an allowed dtype (``uint8`` by default).
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import os
+import pickle
+import tempfile
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.io import PathLike
+
+
+class ArchiveError(RuntimeError):
+    """A data archive is missing, corrupt, or could not be fetched (the message says how to fix it)."""
+
+
+@dataclass(frozen=True)
+class ArchiveSpec:
+    """An official archive: file name, URL and expected checksum(s).
+
+    ``sha256`` is preferred; ``md5`` is checked when given (official CIFAR-10 publishes only md5).
+    At least one of the two must be set.
+    """
+
+    name: str
+    filename: str
+    url: str | None = None
+    sha256: str | None = None
+    md5: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sha256 and not self.md5:
+            raise ValueError(f"archive {self.name!r}: give an expected sha256 (or md5)")
+
+    def expected(self) -> str:
+        """Human-readable expected checksum(s)."""
+        parts = []
+        if self.sha256:
+            parts.append(f"sha256 {self.sha256}")
+        if self.md5:
+            parts.append(f"md5 {self.md5}")
+        return ", ".join(parts)
+
+
+def file_digests(path: PathLike, chunk: int = 1 << 20) -> dict[str, str]:
+    """sha256 and md5 hex digests of a file, in one streamed pass."""
+    h256, h5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h256.update(block)
+            h5.update(block)
+    return {"sha256": h256.hexdigest(), "md5": h5.hexdigest()}
+
+
+def _how_to_supply(spec: ArchiveSpec, resources_dir: Path | None) -> str:
+    hints = [f"put the official file '{spec.filename}' at the configured local path"]
+    if resources_dir is not None:
+        hints.append(f"or copy it to {resources_dir / spec.filename}")
+    if spec.url:
+        hints.append(f"or download it from {spec.url} (with download enabled and internet access)")
+    return "; ".join(hints)
+
+
+def verify_archive(path: PathLike, spec: ArchiveSpec, resources_dir: Path | None = None) -> Path:
+    """Check ``path`` exists and matches ``spec``'s checksum(s); return it as a :class:`Path`."""
+    p = Path(path)
+    if not p.is_file():
+        raise ArchiveError(
+            f"{spec.name}: archive not found at {p} (expected {spec.expected()}). "
+            f"To supply it: {_how_to_supply(spec, resources_dir)}."
+        )
+    got = file_digests(p)
+    bad = [k for k in ("sha256", "md5") if getattr(spec, k) and got[k] != getattr(spec, k).lower()]
+    if bad:
+        raise ArchiveError(
+            f"{spec.name}: checksum mismatch for {p}: expected {spec.expected()}, got "
+            + ", ".join(f"{k} {got[k]}" for k in bad)
+            + f". The file is corrupt or a different version; replace it ({_how_to_supply(spec, resources_dir)})."
+        )
+    return p
+
+
+def _download(spec: ArchiveSpec, dest: Path, timeout: float) -> None:
+    """Stream ``spec.url`` into a temp file beside ``dest``, verify, then ``os.replace`` it."""
+    assert spec.url
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    tmp_path = Path(tmp)
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(spec.url, timeout=timeout) as resp:  # noqa: S310
+            while block := resp.read(1 << 20):
+                out.write(block)
+        verify_archive(tmp_path, spec, dest.parent)
+        os.replace(tmp_path, dest)
+    except ArchiveError:
+        raise
+    except Exception as err:  # network errors, HTTP errors, disk full ...
+        raise ArchiveError(
+            f"{spec.name}: download of {spec.url} into {dest} failed ({err}); expected {spec.expected()}. "
+            f"To supply it: {_how_to_supply(spec, dest.parent)}."
+        ) from err
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def resolve_archive(spec: ArchiveSpec, *, local_path: PathLike | None = None,
+                    resources_dir: PathLike | None = "resources", download: bool = False,
+                    timeout: float = 60.0) -> Path:
+    """A verified local path of the archive ``spec`` (see the module docstring for the order)."""
+    res = Path(resources_dir) if resources_dir is not None else None
+    if local_path is not None:
+        return verify_archive(local_path, spec, res)
+    if res is not None and (res / spec.filename).exists():
+        return verify_archive(res / spec.filename, spec, res)
+    if download:
+        if not spec.url:
+            raise ArchiveError(f"{spec.name}: no download URL known; {_how_to_supply(spec, res)}.")
+        if res is None:
+            raise ArchiveError(f"{spec.name}: download needs a resources_dir to write into")
+        _download(spec, res / spec.filename, timeout)
+        return res / spec.filename
+    where = res / spec.filename if res is not None else "(no local path given)"
+    raise ArchiveError(
+        f"{spec.name}: archive not found at {where} and download is disabled (expected {spec.expected()}). "
+        f"To supply it: {_how_to_supply(spec, res)}."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Restricted unpickling
+
+def _latin1_encode(obj: str, encoding: str = "latin1") -> bytes:
+    """``_codecs.encode`` as Python-2 pickles use it (bytes stored as latin-1 text); latin-1 only."""
+    if codecs.lookup(encoding).name != "iso8859-1":
+        raise pickle.UnpicklingError(f"refusing _codecs.encode with encoding {encoding!r}")
+    if not isinstance(obj, str):
+        raise pickle.UnpicklingError("refusing _codecs.encode of a non-string")
+    return obj.encode("latin1")
+
+
+def _allowed_globals() -> dict[tuple[str, str], Any]:
+    allowed: dict[tuple[str, str], Any] = {
+        ("_codecs", "encode"): _latin1_encode,
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+    }
+    try:
+        from numpy._core.multiarray import _reconstruct
+    except ImportError:  # numpy < 2
+        from numpy.core.multiarray import _reconstruct
+    # pickles written by numpy 1.x name numpy.core, by numpy 2.x numpy._core: same function
+    allowed[("numpy.core.multiarray", "_reconstruct")] = _reconstruct
+    allowed[("numpy._core.multiarray", "_reconstruct")] = _reconstruct
+    return allowed
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """An unpickler that resolves only whitelisted globals (numpy arrays, latin-1 bytes)."""
+
+    _ALLOWED: dict[tuple[str, str], Any] | None = None
+
+    def find_class(self, module: str, name: str) -> Any:  # noqa: D102
+        if RestrictedUnpickler._ALLOWED is None:
+            RestrictedUnpickler._ALLOWED = _allowed_globals()
+        try:
+            return RestrictedUnpickler._ALLOWED[(module, name)]
+        except KeyError:
+            raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed in a data pickle") from None
+
+
+def check_plain(obj: Any, allowed_dtypes: Iterable[str] = ("uint8",), _path: str = "") -> None:
+    """Raise ``pickle.UnpicklingError`` unless ``obj`` is built only of dict, list, tuple, bytes,
+    str, int and numpy arrays whose dtype is in ``allowed_dtypes``."""
+    dts = tuple(allowed_dtypes)
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_plain(k, dts, f"{_path}/key")
+            check_plain(v, dts, f"{_path}/{k!r}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            check_plain(v, dts, f"{_path}[{i}]")
+    elif isinstance(obj, np.ndarray):
+        if obj.dtype.name not in dts:
+            raise pickle.UnpicklingError(f"array at {_path or '/'} has dtype {obj.dtype}, allowed {dts}")
+    elif obj is None or isinstance(obj, (bytes, str, bool, int)):
+        return
+    else:
+        raise pickle.UnpicklingError(f"object of type {type(obj).__name__} at {_path or '/'} is not allowed")
+
+
+def restricted_loads(data: bytes, *, allowed_dtypes: Iterable[str] = ("uint8",)) -> Any:
+    """Unpickle ``data`` (Python-2 pickles read with ``encoding='bytes'``) with the whitelist, then
+    :func:`check_plain` the result."""
+    obj = RestrictedUnpickler(io.BytesIO(data), encoding="bytes").load()
+    check_plain(obj, allowed_dtypes)
+    return obj

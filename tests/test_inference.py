@@ -1,0 +1,94 @@
+"""ntkrepro.kernels.inference: closed-form regression vs neural-tangents predict, jitter, accuracy CIs."""
+
+import logging
+
+import numpy as np
+import pytest
+
+from ntkrepro.kernels.inference import (CholeskyError, accuracy, accuracy_with_ci, kernel_regression, one_hot,
+                                        select_diag_reg)
+from ntkrepro.nt import nt, stax
+
+
+def _kernels(n_train=12, n_test=5, seed=0):
+    from jax.experimental import enable_x64
+    rng = np.random.default_rng(seed)
+    xt, xs = rng.normal(size=(n_train, 4)), rng.normal(size=(n_test, 4))
+    _, _, kfn = stax.serial(stax.Dense(32), stax.Relu(), stax.Dense(1))
+    with enable_x64():
+        ktt = kfn(xt, None, ("nngp", "ntk"))
+        kst = kfn(xs, xt, ("nngp", "ntk"))
+        ks_s = kfn(xs, None, ("nngp", "ntk"))
+    return kfn, xt, xs, ktt, kst, ks_s
+
+
+@pytest.mark.parametrize("get", ["nngp", "ntk"])
+def test_matches_neural_tangents_predict(get):
+    from jax.experimental import enable_x64
+    kfn, xt, xs, ktt, kst, _ = _kernels()
+    y = one_hot(np.arange(12) % 3, 3)
+    with enable_x64():
+        predict = nt.predict.gradient_descent_mse_ensemble(kfn, xt, y, diag_reg=1e-3)
+        ref = np.asarray(predict(None, xs, get, compute_cov=False))
+    got = kernel_regression(np.asarray(getattr(ktt, get)), np.asarray(getattr(kst, get)), y, 1e-3)
+    np.testing.assert_allclose(got, ref, rtol=1e-8, atol=1e-10)
+
+
+def test_interpolates_training_set_without_regulariser():
+    _, _, _, ktt, _, _ = _kernels()
+    k = np.asarray(ktt.nngp)
+    y = one_hot(np.arange(12) % 3, 3)
+    np.testing.assert_allclose(kernel_regression(k, k, y, 0.0), y, atol=1e-6)
+
+
+def test_jitter_escalation_is_logged(caplog):
+    v = np.random.default_rng(0).normal(size=(6, 2))
+    k = v @ v.T - 1e-6 * np.eye(6)  # rank-deficient and slightly indefinite
+    y = np.ones((6, 1))
+    with caplog.at_level(logging.WARNING, logger="ntkrepro.kernels"):
+        pred, jitter = kernel_regression(k, k, y, 0.0, return_jitter=True)
+    assert jitter > 0 and "Cholesky failed" in caplog.text
+    assert np.all(np.isfinite(pred))
+    with pytest.raises(CholeskyError):
+        kernel_regression(np.diag([1.0, 1.0, 1.0, -2.9]), np.eye(4), np.ones(4), 0.0)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="square"):
+        kernel_regression(np.ones((3, 4)), np.ones((2, 3)), np.ones(3), 0.1)
+    with pytest.raises(ValueError, match="NaN"):
+        kernel_regression(np.full((2, 2), np.nan), np.ones((1, 2)), np.ones(2), 0.1)
+    with pytest.raises(ValueError):
+        one_hot([0, 3], 3)
+
+
+def test_accuracy_and_ci():
+    labels = np.array([0, 1, 2, 1] * 25)
+    pred = one_hot(labels, 3)
+    pred[:20] = one_hot((labels[:20] + 1) % 3, 3)
+    assert accuracy(pred, labels) == pytest.approx(0.8)
+    ci = accuracy_with_ci(pred, labels, n_boot=500, seed=1)
+    assert ci.value == pytest.approx(0.8) and ci.low < 0.8 < ci.high and ci.high - ci.low < 0.2
+    assert accuracy_with_ci(pred, labels, n_boot=500, seed=1) == ci  # deterministic
+    # binary ±0.5 targets
+    yb = np.where(np.arange(10) % 2, 0.5, -0.5)
+    assert accuracy(yb * 0.3, yb) == 1.0 and accuracy(-yb, yb) == 0.0
+    with pytest.raises(ValueError, match="lengths"):
+        accuracy(pred[:5], labels)
+
+
+def test_select_diag_reg_prefers_validation_accuracy():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(60, 3))
+    labels = (x[:, 0] > 0).astype(int)
+    noisy = labels.copy()
+    noisy[:10] = 1 - noisy[:10]  # label noise in train: regularisation should help
+    k = x @ x.T + 1e-3 * np.eye(60)  # linear kernel
+    xv = rng.normal(size=(40, 3))
+    kv = xv @ x.T
+    yv = one_hot((xv[:, 0] > 0).astype(int), 2)
+    best, scores = select_diag_reg(k, kv, one_hot(noisy, 2), yv, [1e-6, 1e-2, 1.0, 1e3])
+    assert len(scores) == 4 and best == max(scores, key=lambda s: (s["accuracy"], -s["mse"]))["diag_reg"]
+    assert all(0 <= s["accuracy"] <= 1 for s in scores)
+    with pytest.raises(ValueError):
+        select_diag_reg(k, kv, one_hot(noisy, 2), yv, [])

@@ -1,0 +1,135 @@
+"""ntkrepro.kernels.blocks: block-wise kernels equal to the direct kernel; kill/resume is bitwise."""
+
+import numpy as np
+import pytest
+
+from ntkrepro.kernels.blocks import block_grid, compute_kernel_blocks
+from ntkrepro.nt import stax
+
+
+@pytest.fixture(scope="module")
+def net():
+    _, _, kernel_fn = stax.serial(stax.Dense(16), stax.Relu(), stax.Dense(1))
+    return kernel_fn
+
+
+@pytest.fixture(scope="module")
+def xs():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(11, 5)).astype(np.float32), rng.normal(size=(7, 5)).astype(np.float32)
+
+
+def test_matches_direct_kernel(net, xs, tmp_path):
+    x1, x2 = xs
+    direct = net(x1, x2, ("nngp", "ntk"))
+    got = compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path, progress=False)
+    np.testing.assert_allclose(got["nngp"], np.asarray(direct.nngp), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["ntk"], np.asarray(direct.ntk), rtol=1e-5, atol=1e-6)
+    assert got["ntk"].dtype == np.float32 and got["ntk"].shape == (11, 7)
+
+
+def test_symmetric_upper_blocks_only(net, xs, tmp_path):
+    x1, _ = xs
+    calls = []
+
+    def counting(a, b, get, **kw):
+        calls.append((a.shape[0], b.shape[0]))
+        return net(a, b, get, **kw)
+
+    got = compute_kernel_blocks(counting, x1, None, block_size=4, cache_dir=tmp_path, get="nngp", progress=False)
+    assert len(calls) == len(block_grid(11, 11, 4, True)) == 6
+    np.testing.assert_allclose(got["nngp"], np.asarray(net(x1, None, "nngp")), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got["nngp"], got["nngp"].T)
+
+
+def test_fp64(net, xs, tmp_path):
+    x1, x2 = xs
+    got = compute_kernel_blocks(net, x1, x2, block_size=5, cache_dir=tmp_path, get=("nngp",), dtype="float64",
+                                progress=False)
+    assert got["nngp"].dtype == np.float64
+    from jax.experimental import enable_x64
+    with enable_x64():
+        ref = np.asarray(net(x1.astype(np.float64), x2.astype(np.float64), "nngp"))
+    np.testing.assert_allclose(got["nngp"], ref, rtol=1e-12)
+
+
+class Killed(RuntimeError):
+    pass
+
+
+def test_resume_after_crash_is_bitwise_equal(net, xs, tmp_path):
+    x1, x2 = xs
+    full = compute_kernel_blocks(net, x1, x2, block_size=3, cache_dir=tmp_path / "a", progress=False)
+    n_calls = {"n": 0}
+
+    def dying(a, b, get, **kw):
+        n_calls["n"] += 1
+        if n_calls["n"] == 5:
+            raise Killed
+        return net(a, b, get, **kw)
+
+    with pytest.raises(Killed):
+        compute_kernel_blocks(dying, x1, x2, block_size=3, cache_dir=tmp_path / "b", progress=False)
+    folder = next((tmp_path / "b").iterdir())
+    assert len(list(folder.glob("block_*.npz"))) == 4  # finished blocks survived; no partial files
+    assert not list(folder.glob(".*"))
+    calls = []
+
+    def counting(a, b, get, **kw):
+        calls.append(1)
+        return net(a, b, get, **kw)
+
+    resumed = compute_kernel_blocks(counting, x1, x2, block_size=3, cache_dir=tmp_path / "b", progress=False)
+    assert len(calls) == len(block_grid(11, 7, 3, False)) - 4
+    for g in ("nngp", "ntk"):
+        np.testing.assert_array_equal(resumed[g], full[g])
+
+    # deleting blocks (as after kill -9 between writes) recomputes exactly those
+    blocks = sorted(folder.glob("block_*.npz"))
+    for b in blocks[::3]:
+        b.unlink()
+    calls.clear()
+    again = compute_kernel_blocks(counting, x1, x2, block_size=3, cache_dir=tmp_path / "b", progress=False)
+    assert len(calls) == len(blocks[::3])
+    for g in ("nngp", "ntk"):
+        np.testing.assert_array_equal(again[g], full[g])
+
+
+def test_cache_keyed_by_inputs_and_desc(net, xs, tmp_path):
+    x1, x2 = xs
+    compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path, progress=False, desc="a")
+    compute_kernel_blocks(net, x1, x2 + 1, block_size=4, cache_dir=tmp_path, progress=False, desc="a")
+    compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path, progress=False, desc="b")
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 3
+
+
+def test_only_blocks_then_assemble(net, xs, tmp_path):
+    x1, x2 = xs
+    grid = block_grid(11, 7, 4, False)
+    assert compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path, progress=False,
+                                 only_blocks=grid[:2]) == {}
+    full = compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path, progress=False)
+    ref = compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path / "ref", progress=False)
+    np.testing.assert_array_equal(full["ntk"], ref["ntk"])
+    with pytest.raises(ValueError, match="not in"):
+        compute_kernel_blocks(net, x1, x2, block_size=4, cache_dir=tmp_path, progress=False, only_blocks=[(9, 9)])
+
+
+def test_masked_inputs_pass_mask_constant(tmp_path):
+    _, _, kfn = stax.serial(stax.Dense(8), stax.Relu(), stax.GlobalAvgPool(), stax.Dense(1))
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(5, 6, 3)).astype(np.float32)
+    x[:, 4:] = -1e9  # padding
+    got = compute_kernel_blocks(kfn, x, None, block_size=2, cache_dir=tmp_path, get="nngp", progress=False,
+                                mask_constant=-1e9)
+    ref = np.asarray(kfn(x, None, "nngp", mask_constant=-1e9))
+    np.testing.assert_allclose(got["nngp"], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_input(net, tmp_path):
+    with pytest.raises(ValueError, match="block_size"):
+        compute_kernel_blocks(net, np.zeros((2, 3)), None, block_size=0, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="trailing"):
+        compute_kernel_blocks(net, np.zeros((2, 3)), np.zeros((2, 4)), block_size=1, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="dtype"):
+        compute_kernel_blocks(net, np.zeros((2, 3)), None, block_size=1, cache_dir=tmp_path, dtype="float16")
