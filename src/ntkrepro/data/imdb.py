@@ -1,0 +1,149 @@
+r"""The Large Movie Review Dataset v1.0 (Maas et al. 2011), read straight from ``aclImdb_v1.tar.gz``.
+
+Official layout: ``aclImdb/{train,test}/{pos,neg}/<id>_<rating>.txt`` (25,000 + 25,000 labelled
+reviews; ratings 7-10 positive, 1-4 negative); the archive's other members (``unsup/``, bag-of-words
+files, URL lists) are ignored. Offline, ``../shared/data/aclImdb-subset.tar.gz`` has the same
+layout (5,000 train / 2,000 test reviews).
+
+The archive is resolved and checksum-verified by :func:`ntkrepro.data.archive.resolve_archive`
+(config ``data: imdb:`` -- ``archive`` local path, ``sha256`` and/or ``md5``, ``download``,
+``resources_dir``). Members are read in memory, never extracted, and any member name that is
+absolute or contains ``..`` raises (a path-traversal archive is refused, not skipped).
+
+:func:`split_protocol` draws the label-balanced train / validation / test subsets of the paper's
+protocol (3200/1600/1600 for selection, 25K/25K final) deterministically from a seed; targets are
+:math:`\pm 0.5` (positive = +0.5).
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.data.archive import ArchiveError, ArchiveSpec, resolve_archive
+
+OFFICIAL_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
+OFFICIAL_FILENAME = "aclImdb_v1.tar.gz"
+OFFICIAL_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
+SPLITS = ("train", "test")
+LABELS = {"neg": 0, "pos": 1}
+_MEMBER = re.compile(r"^aclImdb/(train|test)/(pos|neg)/(\d+)_(\d+)\.txt$")
+
+
+@dataclass(frozen=True)
+class Review:
+    """One labelled review: ``label`` 1 = positive, 0 = negative; ``rating`` 1-10 from the file name."""
+
+    split: str
+    label: int
+    id: int
+    rating: int
+    text: str
+
+
+def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
+    """The :class:`ArchiveSpec` of the configured archive (checksum from config)."""
+    path = cfg.get("archive")
+    filename = Path(path).name if path else OFFICIAL_FILENAME
+    return ArchiveSpec("IMDb (aclImdb v1.0)", filename, url=cfg.get("url", OFFICIAL_URL),
+                       sha256=cfg.get("sha256"), md5=cfg.get("md5"))
+
+
+def resolve(cfg: Mapping[str, Any]) -> Path:
+    """Verified local path of the configured IMDb archive (raises :class:`ArchiveError`)."""
+    return resolve_archive(archive_spec(cfg), local_path=cfg.get("archive"),
+                           resources_dir=cfg.get("resources_dir", "resources"),
+                           download=bool(cfg.get("download", False)))
+
+
+def _check_member_name(name: str, archive: Path) -> None:
+    p = PurePosixPath(name)
+    if name.startswith(("/", "\\")) or p.is_absolute() or ".." in p.parts or re.match(r"^[A-Za-z]:", name):
+        raise ArchiveError(f"{archive}: unsafe member name {name!r} (absolute or '..'); refusing this archive")
+
+
+def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, list[Review]]:
+    """All labelled reviews of ``splits`` in the archive at ``path``, sorted by (label, id).
+
+    Raises :class:`ArchiveError` for an unreadable archive, an unsafe or non-regular member, a
+    rating inconsistent with its folder (pos >= 7, neg <= 4), duplicate ids or an empty split.
+    """
+    path = Path(path)
+    bad = [s for s in splits if s not in SPLITS]
+    if bad:
+        raise ValueError(f"unknown IMDb splits {bad}; expected a subset of {SPLITS}")
+    out: dict[str, list[Review]] = {s: [] for s in splits}
+    seen: set[tuple[str, int, int]] = set()
+    try:
+        with tarfile.open(path, mode="r:*") as tar:
+            for m in tar:
+                _check_member_name(m.name, path)
+                match = _MEMBER.match(m.name)
+                if match is None:
+                    continue
+                split, folder, rid, rating = match.group(1), match.group(2), int(match.group(3)), int(match.group(4))
+                if split not in out:
+                    continue
+                if not m.isfile():
+                    raise ArchiveError(f"{path}: member {m.name} is not a regular file")
+                label = LABELS[folder]
+                if not (1 <= rating <= 10) or (label == 1 and rating < 7) or (label == 0 and rating > 4):
+                    raise ArchiveError(f"{path}: member {m.name} has rating {rating} inconsistent with '{folder}'")
+                key = (split, label, rid)
+                if key in seen:
+                    raise ArchiveError(f"{path}: duplicate review {m.name}")
+                seen.add(key)
+                fh = tar.extractfile(m)
+                assert fh is not None
+                text = fh.read().decode("utf-8", errors="replace")
+                out[split].append(Review(split, label, rid, rating, text))
+    except (tarfile.TarError, EOFError, OSError) as err:
+        raise ArchiveError(f"{path}: not a readable IMDb tar archive ({err})") from err
+    for s, revs in out.items():
+        if not revs:
+            raise ArchiveError(f"{path}: no reviews under aclImdb/{s}/{{pos,neg}}/ -- not the aclImdb layout")
+        revs.sort(key=lambda r: (r.label, r.id))
+    return out
+
+
+def _balanced_draw(reviews: Sequence[Review], counts: Sequence[int], rng: np.random.Generator,
+                   split: str) -> list[list[Review]]:
+    """Disjoint label-balanced subsets of the given (even) sizes, each shuffled."""
+    for n in counts:
+        if n < 2 or n % 2:
+            raise ValueError(f"subset sizes must be even and >= 2 (balanced labels), got {list(counts)}")
+    by_label = {lab: [r for r in reviews if r.label == lab] for lab in (0, 1)}
+    need = sum(counts) // 2
+    for lab, revs in by_label.items():
+        if len(revs) < need:
+            raise ValueError(f"IMDb {split}: {need} reviews of label {lab} needed for subsets {list(counts)}, "
+                             f"the archive has {len(revs)}")
+    perm = {lab: rng.permutation(len(revs)) for lab, revs in by_label.items()}
+    subsets, start = [], 0
+    for n in counts:
+        h = n // 2
+        part = [by_label[lab][i] for lab in (0, 1) for i in perm[lab][start:start + h]]
+        start += h
+        order = rng.permutation(len(part))
+        subsets.append([part[i] for i in order])
+    return subsets
+
+
+def split_protocol(reviews: Mapping[str, Sequence[Review]], *, n_train: int, n_valid: int, n_test: int,
+                   seed: int) -> dict[str, list[Review]]:
+    """Train and validation subsets drawn (disjoint, balanced) from ``train``, test from ``test``."""
+    rng = np.random.default_rng(seed)
+    train, valid = _balanced_draw(reviews["train"], [n_train, n_valid], rng, "train")
+    (test,) = _balanced_draw(reviews["test"], [n_test], rng, "test")
+    return {"train": train, "valid": valid, "test": test}
+
+
+def targets(reviews: Sequence[Review]) -> np.ndarray:
+    r"""Regression targets :math:`y = \pm 0.5` (positive +0.5), shape ``(N, 1)``."""
+    return (np.array([r.label for r in reviews], np.float64) - 0.5)[:, None]
