@@ -318,4 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the CLI of the imported module (not of __main__), so claims register into one registry.
+    from ntkrepro.ledger import main as _main
+
+    sys.exit(_main())

@@ -34,6 +34,12 @@ class Interval:
         """True if the whole interval lies strictly above ``x``."""
         return self.low > x
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Interval":
+        """Inverse of :meth:`as_dict` (reads a ledger/results ``measured`` block)."""
+        return cls(float(d["value"]), float(d["ci_low"]), float(d["ci_high"]), float(d.get("ci_level", 0.95)),
+                   str(d.get("method", "")))
+
     def as_dict(self) -> dict[str, float | str]:
         """JSON form used in the ledger's ``measured`` block."""
         return {"value": float(self.value), "ci_low": float(self.low), "ci_high": float(self.high),

@@ -2,6 +2,7 @@
 # Orchestration only -- all computation is in src/ntkrepro.
 import json
 import shlex
+import sys
 from pathlib import Path
 
 from ntkrepro.io import canonical_hash
@@ -9,7 +10,8 @@ from ntkrepro.io import canonical_hash
 R = config["results_dir"]
 SCALE = config["scale"]
 CONFIG_HASH = canonical_hash(config)
-PY = "python"
+# The interpreter running Snakemake (the project .venv) also runs every job.
+PY = sys.executable
 
 # claim id -> {"paper", "results": [...], "figures": [...]}; filled by each paper's .smk file.
 CLAIMS = {}

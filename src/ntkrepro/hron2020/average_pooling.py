@@ -1,0 +1,133 @@
+r"""H2 -- under :math:`d^{-1}` scaling, attention collapses to global average pooling.
+
+Hron et al. (2020), Sec. 3: with logits :math:`G = \frac{1}{d_\mathrm{in} d}(XW^Q)(XW^K)^\top` and
+independent :math:`W^Q, W^K`, each logit is an average of :math:`d` independent zero-mean terms,
+so :math:`G = O(d^{-1/2}) \to 0` and :math:`\operatorname{softmax}(G) \to \frac1S \mathbf 1\mathbf 1^\top`:
+the layer becomes global average pooling (GAP), whatever the weights' initial variance.
+
+Two measurements, each against the key/query dimension :math:`d`:
+
+* **spread** of the attention weights around uniform,
+  :math:`s(d) = \mathbb E\big[S\cdot\operatorname{std}_j A_{ij}\big]` (0 for GAP), expected
+  :math:`\propto d^{-1/2}`;
+* **NNGP distance** :math:`\lVert K_\mathrm{att}(d) - K_\mathrm{GAP}\rVert_F / \lVert K_\mathrm{GAP}\rVert_F`
+  between the NNGP of the network attention :math:`\to` GAP (infinitely many value channels and
+  heads, finite :math:`d`) and neural-tangents' analytic NNGP of the GAP network. Given the
+  attention matrices the network is linear-Gaussian in the values, so
+  :math:`K_\mathrm{att}(x, x') = \mathbb E_A\big[\bar a(x)^\top \tfrac{X X'^\top}{d_\mathrm{in}} \bar a(x')\big]`
+  with :math:`\bar a = \frac1S\mathbf 1^\top A` (GAP after attention), estimated over draws of
+  :math:`A` shared by all inputs (as in one network).
+
+For contrast we also report neural-tangents' ``linear_scaling=True`` kernel, which *ties*
+:math:`W^Q = W^K` to keep non-uniform attention in the limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ntkrepro.hron2020.attention import gram_factor, sample_attention_weights
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.nt import stax
+from ntkrepro.run import RunContext
+from ntkrepro.stats import Interval, bootstrap_ci, linear_fit
+
+
+def attention_spread(attn: np.ndarray) -> np.ndarray:
+    r"""Per-draw spread :math:`\operatorname{mean}_{n,i} S\cdot\operatorname{std}_j A_{nij}` of ``(draws, N, S, S)``."""
+    s = attn.shape[-1]
+    return s * attn.std(axis=-1).mean(axis=(1, 2))
+
+
+def attention_gap_nngp_draws(attn: np.ndarray, x: np.ndarray) -> np.ndarray:
+    r"""Per-draw :math:`\bar a_n^\top X_n X_m^\top \bar a_m / d_\mathrm{in}`, shape ``(draws, N, N)``."""
+    abar = attn.mean(axis=2)  # (draws, N, S): average over query positions (GAP after attention)
+    pooled = np.einsum("dns,nsc->dnc", abar, x)  # (draws, N, d_in)
+    return np.einsum("dnc,dmc->dnm", pooled, pooled) / x.shape[-1]
+
+
+def gap_nngp(x: np.ndarray) -> np.ndarray:
+    """Analytic NNGP of Dense -> GlobalAvgPool (neural-tangents), inputs ``(N, S, d_in)``."""
+    _, _, kernel_fn = stax.serial(stax.Dense(1, W_std=1.0), stax.GlobalAvgPool())
+    return np.asarray(kernel_fn(jnp.asarray(x), None, "nngp"), np.float64)
+
+
+def tied_linear_scaling_nngp(x: np.ndarray) -> np.ndarray:
+    """neural-tangents' analytic NNGP with ``linear_scaling=True`` (tied Q/K) -> GAP, for contrast."""
+    _, _, kernel_fn = stax.serial(stax.GlobalSelfAttention(1, 1, 1, 1, linear_scaling=True),
+                                  stax.GlobalAvgPool())
+    return np.asarray(kernel_fn(jnp.asarray(x), None, "nngp"), np.float64)
+
+
+def rel_fro(a: np.ndarray, b: np.ndarray) -> float:
+    """:math:`\\lVert a - b\\rVert_F / \\lVert b\\rVert_F`."""
+    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Compute rule ``H2_hron2020_average_pooling``: spread and NNGP distance for each d."""
+    seed, d_in, seq_len, n_inputs = (int(params[k]) for k in ("seed", "d_in", "seq_len", "n_inputs"))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_inputs, seq_len, d_in))
+    factor = gram_factor(x.reshape(n_inputs * seq_len, d_in))
+    k_gap = gap_nngp(x)
+    key = jax.random.PRNGKey(seed)
+    rows = []
+    for d in ctx.progress(params["d_values"], desc="H2 d"):
+        key, sub = jax.random.split(key)
+        attn = np.asarray(sample_attention_weights(sub, factor, n_draws=int(params["n_draws"]), d_in=d_in,
+                                                   d_k=int(d), scaling="linear", seq_len=seq_len), np.float64)
+        spread = bootstrap_ci(attention_spread(attn), n_boot=int(params["n_boot"]), seed=seed + int(d) % 9973)
+        per_draw = attention_gap_nngp_draws(attn, x)
+        dist = bootstrap_ci(per_draw, lambda k: rel_fro(k.mean(axis=0), k_gap), n_boot=int(params["n_boot"]),
+                            seed=seed + 1 + int(d) % 9973)
+        rows.append({"d": int(d), "spread": spread.as_dict(), "nngp_distance": dist.as_dict()})
+    return {"claim": "H2", "d_in": d_in, "seq_len": seq_len, "n_inputs": n_inputs,
+            "n_draws": int(params["n_draws"]), "per_d": rows,
+            "tied_linear_scaling_distance": rel_fro(tied_linear_scaling_nngp(x), k_gap)}
+
+
+_H2 = ClaimSpec(
+    id="H2",
+    paper="hron2020",
+    statement=("Under d^-1 scaling, attention coefficients converge to a constant as d grows: the layer "
+               "reduces to global average pooling (no initialisation avoids this)."),
+    criterion=("Fit log(spread of attention weights around uniform) and log(relative Frobenius distance "
+               "between the attention->GAP network's NNGP and neural-tangents' GAP NNGP) against log d by "
+               "OLS. Reproduced iff both slopes' 95% CIs lie wholly below 0 and the distance at the largest "
+               "d is below 0.1. Not reproduced iff either slope's CI lies wholly at or above 0. Otherwise "
+               "inconclusive. (The paper implies a spread slope of -1/2; reported, not required.)"),
+)
+
+
+@register(_H2)
+def evaluate_h2(results: Results, scale: str) -> Evaluation:
+    """Apply the pre-registered H2 criterion to ``H2_average_pooling`` results."""
+    r = results["H2_average_pooling"]
+    rows = sorted(r["per_d"], key=lambda row: row["d"])
+    d = np.array([row["d"] for row in rows], float)
+    spread = np.array([row["spread"]["value"] for row in rows])
+    dist = np.array([row["nngp_distance"]["value"] for row in rows])
+    s_slope, _ = linear_fit(np.log(d), np.log(spread))
+    d_slope, _ = linear_fit(np.log(d), np.log(dist))
+    last = Interval.from_dict(rows[-1]["nngp_distance"])
+    reproduced = s_slope.below(0.0) and d_slope.below(0.0) and last.value < 0.1
+    refuted = s_slope.low >= 0.0 or d_slope.low >= 0.0
+    verdict = decide(reproduced=reproduced, refuted=refuted)
+    reason = (f"spread slope {s_slope.value:.3f} [{s_slope.low:.3f}, {s_slope.high:.3f}] (paper: -0.5); "
+              f"NNGP-distance slope {d_slope.value:.3f} [{d_slope.low:.3f}, {d_slope.high:.3f}]; distance at "
+              f"d={int(d[-1])}: {last.value:.4f}. Tied-weight linear scaling (neural-tangents) stays at "
+              f"distance {r['tied_linear_scaling_distance']:.3f} from GAP.")
+    subs = [] if scale == "paper" else [f"d up to {int(d[-1])}, {r['n_draws']} draws, {r['n_inputs']} inputs (reduced)"]
+    return Evaluation(
+        measured={"spread_slope_vs_log_d": s_slope, "nngp_distance_slope_vs_log_d": d_slope,
+                  f"nngp_distance_at_d_{int(d[-1])}": last,
+                  f"spread_at_d_{int(d[0])}": Interval.from_dict(rows[0]["spread"]),
+                  f"spread_at_d_{int(d[-1])}": Interval.from_dict(rows[-1]["spread"]),
+                  "tied_linear_scaling_distance": r["tied_linear_scaling_distance"]},
+        verdict=verdict, reason=reason, substitutes=subs,
+        data=[f"synthetic Gaussian inputs: {r['n_inputs']} sequences x {r['seq_len']} tokens x d_in={r['d_in']}"])
