@@ -1,0 +1,163 @@
+r"""CIFAR-10 (official python archive ``cifar-10-python.tar.gz``), read without extracting to disk.
+
+The archive holds ``cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta}``: pickled
+dicts with bytes keys (``b'data'``: uint8 ``N x 3072`` as R, G, B planes of 32x32; ``b'labels'``).
+The archive's checksum is verified (:mod:`ntkrepro.data.archive`) before any pickle is opened,
+and pickles are read with the restricted unpickler.
+
+Preprocessing as Hron et al. (2020, App. A): pixels scaled to [0, 1], optionally downsampled by
+average pooling (a reduced-size substitute at smoke/default scale), then standardised per data
+point and per pixel over the channels,
+
+.. math:: \tilde x_{n,p,c} = \frac{x_{n,p,c} - \bar x_{n,p}}{s_{n,p} + 10^{-15}}, \qquad
+          \bar x_{n,p} = \tfrac1C\textstyle\sum_c x_{n,p,c},\;
+          s_{n,p}^2 = \tfrac1C\textstyle\sum_c (x_{n,p,c}-\bar x_{n,p})^2,
+
+which equals a LayerNorm (over channels) as the first layer.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.data.archive import ArchiveError, ArchiveSpec, resolve_archive, restricted_loads
+from ntkrepro.io import PathLike
+
+OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
+OFFICIAL_FILENAME = "cifar-10-python.tar.gz"
+TRAIN_MEMBERS = tuple(f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6))
+TEST_MEMBER = "cifar-10-batches-py/test_batch"
+META_MEMBER = "cifar-10-batches-py/batches.meta"
+N_CLASSES = 10
+
+
+@dataclass
+class Cifar10:
+    """Images as uint8 ``(N, 32, 32, 3)`` (NHWC) and int labels in ``[0, 10)``."""
+
+    train_x: np.ndarray
+    train_y: np.ndarray
+    test_x: np.ndarray
+    test_y: np.ndarray
+    label_names: list[str]
+    archive: Path
+
+
+def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
+    """The :class:`ArchiveSpec` described by a ``data: cifar10:`` config section.
+
+    Keys: ``archive`` (file name), ``sha256`` and/or ``md5`` (expected checksums; for the official
+    archive the published md5 is used when neither is given), ``url`` (optional).
+    """
+    fname = Path(cfg.get("archive", OFFICIAL_FILENAME)).name
+    sha, md5 = cfg.get("sha256"), cfg.get("md5")
+    if not sha and not md5 and fname == OFFICIAL_FILENAME:
+        md5 = OFFICIAL_MD5
+    url = cfg.get("url", OFFICIAL_URL if fname == OFFICIAL_FILENAME else None)
+    return ArchiveSpec(name="CIFAR-10 (python version)", filename=fname, url=url, sha256=sha, md5=md5)
+
+
+def resolve_cifar10(cfg: Mapping[str, Any], data_root: PathLike | None = None,
+                    resources_dir: PathLike = "resources") -> Path:
+    """Verified path of the archive: ``<data_root>/<archive>`` if that exists, else
+    ``resources/<archive>``, else download into ``resources/`` when ``cfg['download']`` is true."""
+    spec = archive_spec(cfg)
+    local = None
+    if data_root is not None and (Path(data_root) / cfg.get("archive", spec.filename)).exists():
+        local = Path(data_root) / cfg.get("archive", spec.filename)
+    return resolve_archive(spec, local_path=local, resources_dir=resources_dir,
+                           download=bool(cfg.get("download", False)))
+
+
+def _read_batch(tar: tarfile.TarFile, member: str, archive: Path) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        fh = tar.extractfile(member)
+    except KeyError:
+        raise ArchiveError(f"{archive}: member {member} missing; not an official CIFAR-10 python archive") from None
+    if fh is None:
+        raise ArchiveError(f"{archive}: member {member} is not a regular file")
+    d = restricted_loads(fh.read())
+    if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
+        raise ArchiveError(f"{archive}:{member}: expected a dict with b'data' and b'labels'")
+    data, labels = d[b"data"], np.asarray(d[b"labels"], dtype=np.int64)
+    if not (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 2 and data.shape[1] == 3072):
+        raise ArchiveError(f"{archive}:{member}: b'data' must be uint8 N x 3072, got "
+                           f"{getattr(data, 'dtype', type(data))} {getattr(data, 'shape', '')}")
+    if labels.shape != (data.shape[0],) or labels.min(initial=0) < 0 or labels.max(initial=0) >= N_CLASSES:
+        raise ArchiveError(f"{archive}:{member}: labels must be {data.shape[0]} ints in [0, 10)")
+    images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)  # R,G,B planes -> NHWC
+    return np.ascontiguousarray(images), labels
+
+
+def load_cifar10(archive: PathLike) -> Cifar10:
+    """Read train/test images and labels from a verified archive path (see :func:`resolve_cifar10`)."""
+    archive = Path(archive)
+    try:
+        tar = tarfile.open(archive, "r:gz")
+    except (tarfile.TarError, OSError) as err:
+        raise ArchiveError(f"{archive}: cannot open as .tar.gz ({err})") from err
+    with tar:
+        parts = [_read_batch(tar, m, archive) for m in TRAIN_MEMBERS]
+        test_x, test_y = _read_batch(tar, TEST_MEMBER, archive)
+        names: list[str] = []
+        try:
+            fh = tar.extractfile(META_MEMBER)
+            if fh is not None:
+                meta = restricted_loads(fh.read())
+                names = [n.decode() if isinstance(n, bytes) else str(n) for n in meta.get(b"label_names", [])]
+        except KeyError:
+            pass
+    return Cifar10(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                   test_x, test_y, names, archive)
+
+
+def downsample(x: np.ndarray, size: int) -> np.ndarray:
+    """Average-pool ``(N, H, W, C)`` images to ``size x size`` (``H`` must be a multiple of ``size``)."""
+    n, h, w, c = x.shape
+    if size < 1 or h % size or w % size:
+        raise ValueError(f"cannot downsample {h}x{w} to {size}x{size}: size must divide the image size")
+    f = h // size
+    return x.reshape(n, size, f, size, w // size, c).mean(axis=(2, 4))
+
+
+def standardize(x: np.ndarray, eps: float = 1e-15) -> np.ndarray:
+    """Per data point and per pixel standardisation over channels (module docstring)."""
+    mean = x.mean(axis=-1, keepdims=True)
+    std = x.std(axis=-1, keepdims=True)
+    return (x - mean) / (std + eps)
+
+
+def preprocess(images: np.ndarray, size: int = 32, dtype: Any = np.float32) -> np.ndarray:
+    """uint8 NHWC images -> [0, 1] -> downsample to ``size`` -> standardise; returned in ``dtype``."""
+    x = images.astype(np.float64) / 255.0
+    if size != x.shape[1]:
+        x = downsample(x, size)
+    return standardize(x).astype(dtype)
+
+
+def balanced_subset(labels: np.ndarray, n: int, seed: int, exclude: np.ndarray | None = None) -> np.ndarray:
+    """``n`` indices with (as near as possible) equal counts per class, drawn with ``seed``, sorted.
+
+    ``exclude`` removes indices already used (e.g. the training subset when drawing validation).
+    """
+    labels = np.asarray(labels)
+    classes = np.unique(labels)
+    if n > labels.size - (0 if exclude is None else len(exclude)):
+        raise ValueError(f"asked for {n} examples, only {labels.size} available")
+    rng = np.random.default_rng(seed)
+    avail = np.ones(labels.size, bool)
+    if exclude is not None:
+        avail[np.asarray(exclude, int)] = False
+    per = [rng.permutation(np.flatnonzero((labels == c) & avail)) for c in classes]
+    counts = np.full(len(classes), n // len(classes))
+    counts[: n % len(classes)] += 1
+    if any(cnt > len(p) for cnt, p in zip(counts, per)):
+        raise ValueError(f"not enough examples per class for a balanced subset of {n}")
+    return np.sort(np.concatenate([p[:cnt] for p, cnt in zip(per, counts)]))

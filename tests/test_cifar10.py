@@ -1,0 +1,119 @@
+"""ntkrepro.data.cifar10: official layout, checksum first, restricted pickles, preprocessing."""
+
+import hashlib
+import io
+import pickle
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntkrepro.data.archive import ArchiveError
+from ntkrepro.data.cifar10 import (archive_spec, balanced_subset, downsample, load_cifar10, preprocess,
+                                   resolve_cifar10, standardize)
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SUBSET = {"archive": "cifar-10-python-subset.tar.gz",
+          "sha256": "5a851443c8aa3ac5f03e321688fcdcc6bfe88afb73aed1de7be00c509e5389d8"}
+
+
+def _batch(n, seed):
+    rng = np.random.default_rng(seed)
+    return {b"batch_label": b"x", b"labels": [int(v) for v in rng.integers(0, 10, n)],
+            b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), b"filenames": [b"f"] * n}
+
+
+def _make_archive(path, batches, extra=None):
+    with tarfile.open(path, "w:gz") as tar:
+        items = {f"cifar-10-batches-py/data_batch_{i + 1}": b for i, b in enumerate(batches[:5])}
+        items["cifar-10-batches-py/test_batch"] = batches[5]
+        items["cifar-10-batches-py/batches.meta"] = {b"label_names": [b"c%d" % i for i in range(10)]}
+        items.update(extra or {})
+        for name, obj in items.items():
+            blob = obj if isinstance(obj, bytes) else pickle.dumps(obj, protocol=2)
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_fake_archive_layout_and_orientation(tmp_path):
+    batches = [_batch(4, i) for i in range(6)]
+    sha = _make_archive(tmp_path / "c.tar.gz", batches)
+    p = resolve_cifar10({"archive": "c.tar.gz", "sha256": sha}, tmp_path)
+    d = load_cifar10(p)
+    assert d.train_x.shape == (20, 32, 32, 3) and d.test_x.shape == (4, 32, 32, 3)
+    raw = batches[0][b"data"][1]
+    # channel c of pixel (i, j) is raw[c * 1024 + i * 32 + j]
+    assert d.train_x[1, 2, 5, 0] == raw[0 * 1024 + 2 * 32 + 5]
+    assert d.train_x[1, 2, 5, 2] == raw[2 * 1024 + 2 * 32 + 5]
+    assert list(d.train_y[:4]) == batches[0][b"labels"] and d.label_names[3] == "c3"
+
+
+def test_checksum_checked_before_unpickling(tmp_path):
+    sha = _make_archive(tmp_path / "c.tar.gz", [_batch(2, i) for i in range(6)])
+    with pytest.raises(ArchiveError, match="checksum mismatch"):
+        resolve_cifar10({"archive": "c.tar.gz", "sha256": "0" * 64}, tmp_path)
+    with pytest.raises(ArchiveError, match="not found") as err:
+        resolve_cifar10({"archive": "cifar-10-python.tar.gz"}, tmp_path, resources_dir=tmp_path / "res")
+    assert "c58f30108f718f92721af3b95e74349a" in str(err.value) and "cs.toronto.edu" in str(err.value)
+    assert sha
+
+
+class Evil:
+    def __reduce__(self):
+        return (eval, ("1+1",))
+
+
+def test_malicious_pickle_rejected(tmp_path):
+    batches = [_batch(2, i) for i in range(6)]
+    batches[5] = {b"data": Evil(), b"labels": [1, 2]}
+    _make_archive(tmp_path / "c.tar.gz", batches)
+    with pytest.raises(pickle.UnpicklingError, match="not allowed"):
+        load_cifar10(tmp_path / "c.tar.gz")
+
+
+def test_bad_layout(tmp_path):
+    batches = [_batch(2, i) for i in range(6)]
+    batches[0] = {b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}
+    _make_archive(tmp_path / "c.tar.gz", batches)
+    with pytest.raises(ArchiveError, match="3072"):
+        load_cifar10(tmp_path / "c.tar.gz")
+    (tmp_path / "junk.tar.gz").write_bytes(b"not a tarball")
+    with pytest.raises(ArchiveError, match="cannot open"):
+        load_cifar10(tmp_path / "junk.tar.gz")
+
+
+def test_preprocessing():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 8, 8, 3))
+    d = downsample(x, 4)
+    assert d.shape == (3, 4, 4, 3)
+    np.testing.assert_allclose(d[1, 2, 3], x[1, 4:6, 6:8].mean(axis=(0, 1)))
+    with pytest.raises(ValueError):
+        downsample(x, 3)
+    s = standardize(x)
+    np.testing.assert_allclose(s.mean(-1), 0, atol=1e-12)
+    np.testing.assert_allclose(s.std(-1), 1, atol=1e-9)
+    grey = np.full((1, 32, 32, 3), 77, np.uint8)
+    assert np.all(preprocess(grey, 8) == 0)  # zero std -> 0, not NaN
+
+
+def test_balanced_subset():
+    labels = np.repeat(np.arange(10), 20)
+    idx = balanced_subset(labels, 50, seed=1)
+    assert np.all(np.bincount(labels[idx]) == 5)
+    assert np.array_equal(idx, balanced_subset(labels, 50, seed=1))
+    val = balanced_subset(labels, 30, seed=2, exclude=idx)
+    assert not set(idx) & set(val)
+    with pytest.raises(ValueError):
+        balanced_subset(labels, 500, seed=0)
+
+
+@pytest.mark.skipif(not (SHARED / SUBSET["archive"]).exists(), reason="offline CIFAR-10 subset not present")
+def test_real_subset():
+    d = load_cifar10(resolve_cifar10(SUBSET, SHARED))
+    assert d.train_x.shape == (5000, 32, 32, 3) and d.test_x.shape == (2000, 32, 32, 3)
+    assert np.all(np.bincount(d.train_y) == 500) and d.label_names[0] == "airplane"
+    assert archive_spec(SUBSET).sha256 == SUBSET["sha256"]
