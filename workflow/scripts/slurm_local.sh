@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start / stop a throwaway single-node SLURM cluster (munged + slurmctld + slurmd) for tests.
 #
-#   workflow/scripts/slurm_local.sh start  [DIR]   # prints `export SLURM_CONF=DIR/slurm.conf`
+#   workflow/scripts/slurm_local.sh start  [DIR]   # prints `export SLURM_CONF=DIR/slurm.conf PATH=DIR/bin:$PATH`
 #   workflow/scripts/slurm_local.sh status [DIR]   # exit 0 running, 3 stopped, 1 partly running
 #   workflow/scripts/slurm_local.sh stop   [DIR]   # cancels its jobs, stops only its own daemons
 #   workflow/scripts/slurm_local.sh env    [DIR]   # prints the export line (no start)
@@ -149,7 +149,24 @@ status() {
     return 1
 }
 
-print_env() { echo "export SLURM_CONF=$CONF"; }
+print_env() { echo "export SLURM_CONF=$CONF PATH=$DIR/bin:\$PATH"; }
+
+# DIR/bin/srun: snakemake-executor-plugin-slurm-jobstep (0.6.1) strips every SLURM_* variable,
+# SLURM_CONF included, before the `srun` it runs inside each job. A real cluster finds its config
+# at /etc/slurm or via configless slurmd; this cluster lives in DIR, so put SLURM_CONF back.
+write_shims() {
+    mkdir -p "$DIR/bin"
+    local real
+    real=$(command -v srun) || return 1
+    cat >"$DIR/bin/srun" <<EOF
+#!/bin/sh
+# Written by workflow/scripts/slurm_local.sh (see write_shims there).
+SLURM_CONF="\${SLURM_CONF:-$CONF}"
+export SLURM_CONF
+exec $real "\$@"
+EOF
+    chmod +x "$DIR/bin/srun"
+}
 
 wait_idle() {  # until the node accepts jobs (or timeout)
     local i state
@@ -164,6 +181,7 @@ wait_idle() {  # until the node accepts jobs (or timeout)
 
 start() {
     need_bins || exit $SKIP
+    write_shims || exit $SKIP
     if status >/dev/null; then
         log "already running in $DIR"
         print_env
