@@ -50,13 +50,15 @@ def pad_truncate(token_lists: Sequence[Sequence[str]], length: int) -> tuple[lis
 
 
 def embed(token_lists: Sequence[Sequence[str]], vectors: Mapping[str, np.ndarray], *, length: int,
-          dim: int, mask_constant: float) -> tuple[np.ndarray, np.ndarray]:
+          dim: int, mask_constant: float, array_length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Embedded, padded array :math:`X \in \mathbb R^{N\times L\times D}` and the real lengths.
 
     :math:`X_{n\ell} = e(w_{n\ell})` for :math:`\ell <` length of review :math:`n` (after
     truncation to ``length``), with :math:`e(w)` the word vector of :math:`w` and
     :math:`e(w) = 0` for words without a vector; :math:`X_{n\ell} = c\,\mathbf 1` (``mask_constant``)
-    for the padded positions (``vectors`` maps word -> vector of length ``dim``).
+    for the padded positions (``vectors`` maps word -> vector of length ``dim``). The array has
+    ``array_length >= length`` positions (default ``length``), so ``array_length - length``
+    trailing positions are masked in every review.
     A review with no tokens at all raises (it would be fully masked, an undefined kernel).
     """
     lists, lengths = pad_truncate(token_lists, length)
@@ -65,11 +67,14 @@ def embed(token_lists: Sequence[Sequence[str]], vectors: Mapping[str, np.ndarray
         raise ValueError(f"reviews {bad} have no tokens; a fully padded sequence has no kernel")
     if not np.isfinite(mask_constant):
         raise ValueError("mask_constant must be finite")
-    x = np.full((len(lists), length, dim), mask_constant, dtype=np.float32)
+    total = length if array_length is None else int(array_length)
+    if total < length:
+        raise ValueError(f"array_length {total} < length {length}")
+    x = np.full((len(lists), total, dim), mask_constant, dtype=np.float32)
     zero = np.zeros(dim, np.float32)
     for i, toks in enumerate(lists):
         x[i, : len(toks)] = np.stack([np.asarray(vectors.get(t, zero), np.float32) for t in toks])
-    if np.any(np.all(x == mask_constant, axis=-1) != (np.arange(length)[None, :] >= lengths[:, None])):
+    if np.any(np.all(x == mask_constant, axis=-1) != (np.arange(total)[None, :] >= lengths[:, None])):
         raise ValueError(f"a word vector equals mask_constant={mask_constant} in every channel; choose another")
     return x, lengths
 
