@@ -50,7 +50,7 @@ import numpy as np
 
 from ntkrepro.nt import nt, stax
 
-ATTENTIONS = ("SOFTMAX", "IDENTITY")
+ATTENTIONS = ("SOFTMAX", "IDENTITY", "NONE")  # NONE: no attention sub-layer (baseline)
 SCALINGS = {"linear": 1.0, "sqrt": 0.5}
 
 
@@ -113,17 +113,20 @@ class BlockSpec:
         if self.attention == "SOFTMAX" and not self.tied:
             raise NotImplementedError("the infinite-width kernel of d^-1/2 softmax attention has no closed "
                                       "form in neural-tangents; use scaling='linear' (tied Q=K, d^-1)")
-        attn = stax.GlobalSelfAttention(
-            self.width if self.embed else self.out_dim if self.ffn_mult == 0 else self.width,
-            self.d_head, self.d_head, self.n_heads, linear_scaling=self.tied,
-            W_query_std=1.0, W_key_std=self.qk_std,
-            attention_mechanism=self.attention)
+        if self.attention == "NONE" and not (self.embed and self.residual):
+            raise ValueError("attention='NONE' (no attention sub-layer) needs embed=True and residual=True")
         layers = []
         if self.embed:
             layers.append(stax.Dense(self.width))
-        layers.append(_stax_residual(attn) if self.residual else attn)
-        if self.layernorm:
-            layers.append(stax.LayerNorm(axis=-1))
+        if self.attention != "NONE":
+            attn = stax.GlobalSelfAttention(
+                self.width if self.embed else self.out_dim if self.ffn_mult == 0 else self.width,
+                self.d_head, self.d_head, self.n_heads, linear_scaling=self.tied,
+                W_query_std=1.0, W_key_std=self.qk_std,
+                attention_mechanism=self.attention)
+            layers.append(_stax_residual(attn) if self.residual else attn)
+            if self.layernorm:
+                layers.append(stax.LayerNorm(axis=-1))
         if self.ffn_mult:
             ffn = stax.serial(stax.Dense(self.ffn_mult * self.width, W_std=math.sqrt(2.0)), stax.Relu(),
                               stax.Dense(self.width))
@@ -243,11 +246,12 @@ class Block(nn.Module):
         s = self.spec
         h = Dense(s.width, name="embed")(x) if s.embed else x
         n_attn_out = s.width if s.embed else (s.out_dim if s.ffn_mult == 0 else s.width)
-        a = Attention(n_attn_out, s.n_heads, s.d_head, s.attention, s.tied, s.causal,
-                      qk_std=s.qk_std, name="attn")(h)
-        h = h + a if s.residual else a
-        if s.layernorm:
-            h = layer_norm(h)
+        if s.attention != "NONE":
+            a = Attention(n_attn_out, s.n_heads, s.d_head, s.attention, s.tied, s.causal,
+                          qk_std=s.qk_std, name="attn")(h)
+            h = h + a if s.residual else a
+            if s.layernorm:
+                h = layer_norm(h)
         if s.ffn_mult:
             u = Dense(s.ffn_mult * s.width, W_std=math.sqrt(2.0), name="ffn_in")(h)
             u = Dense(s.width, name="ffn_out")(jax.nn.relu(u))
@@ -281,15 +285,16 @@ def flax_params_from_stax(spec: BlockSpec, stax_params) -> dict:
     out: dict[str, Any] = {}
     if spec.embed:
         out["embed"] = {"W": next(it)[0]}
-    a = next(it)
-    if spec.residual:
-        a = a[1][0]
-    q, k, v, o, _b, _pe = a
-    out["attn"] = {"key": k, "value": v, "out": o}
-    if not spec.tied:
-        out["attn"]["query"] = q
-    if spec.layernorm:
-        next(it)
+    if spec.attention != "NONE":
+        a = next(it)
+        if spec.residual:
+            a = a[1][0]
+        q, k, v, o, _b, _pe = a
+        out["attn"] = {"key": k, "value": v, "out": o}
+        if not spec.tied:
+            out["attn"]["query"] = q
+        if spec.layernorm:
+            next(it)
     if spec.ffn_mult:
         f = next(it)
         if spec.residual:
