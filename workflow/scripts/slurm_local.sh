@@ -39,13 +39,19 @@ live_pid() {
     local pidf=$1 bin=$2 pid exe args
     [[ -s $pidf ]] || return 1
     pid=$(tr -dc '0-9' <"$pidf")
-    [[ -n $pid && -d /proc/$pid ]] || return 1
+    [[ -n $pid ]] && alive "$pid" || return 1
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
     exe=${exe% (deleted)}
     [[ ${exe##*/} == "$bin" || ${exe##*/} == "$bin-wlm" ]] || return 1
     args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
     [[ $args == *"$DIR/"* ]] || return 1
     echo "$pid"
+}
+
+alive() {  # pid exists and is not a zombie
+    local st
+    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ -n $st && $st != Z ]]
 }
 
 free_port() {  # a TCP port nothing listens on (best effort; bound by the daemon right after)
@@ -214,8 +220,8 @@ stop_daemons() {
     for name in slurmd slurmctld munged; do
         pid=$(live_pid "$DIR/run/$name.pid" "$name") || { rm -f "$DIR/run/$name.pid"; continue; }
         kill -TERM "$pid" 2>/dev/null
-        for i in $(seq 1 50); do [[ -d /proc/$pid ]] || break; sleep 0.2; done
-        if [[ -d /proc/$pid ]]; then
+        for i in $(seq 1 50); do alive "$pid" || break; sleep 0.2; done
+        if alive "$pid"; then
             kill -KILL "$pid" 2>/dev/null
             sleep 0.2
         fi
