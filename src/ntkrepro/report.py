@@ -68,7 +68,7 @@ def render(template: Path, entries: Sequence[Mapping[str, Any]], figures: Mappin
     counts = {v: sum(e["verdict"] == v for e in entries) for v in ("reproduced", "not_reproduced", "inconclusive")}
     return env.get_template(template.name).render(
         papers=papers, scale=scale, counts=counts, n_claims=len(entries),
-        table=os.path.relpath(root / table_tex, out_dir))
+        table=Path(table_tex).read_text())
 
 
 def build_pdf(tex: Path, pdf: Path) -> None:
