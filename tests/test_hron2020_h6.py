@@ -1,0 +1,170 @@
+"""H6 (Hron et al. 2020, IMDb): model kernels, variable-length masking, and the criterion."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntkrepro.hron2020 import imdb as h6
+from ntkrepro.ledger import Verdict
+
+C = 100.0
+SUBSET = Path(__file__).resolve().parents[1] / "../shared/data/aclImdb-subset.tar.gz"
+
+
+def _masked_inputs(n=3, L=20, d=5, lengths=(20, 13, 7), seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, L, d)).astype(np.float32)
+    for i, ln in enumerate(lengths):
+        x[i, ln:] = C
+    return x
+
+
+def test_gap_only_matches_the_masked_mean_embedding_formula():
+    x = _masked_inputs()
+    lengths = [20, 13, 7]
+    k = h6.build_kernel_fn("gap", 0)(x, x, ("nngp", "ntk"), mask_constant=C)
+    m = np.stack([x[i, :ln].astype(np.float64).mean(0) for i, ln in enumerate(lengths)])
+    want = m @ m.T / x.shape[-1]  # K = m(X).m(X') / D over unmasked tokens only
+    np.testing.assert_allclose(np.asarray(k.nngp), want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(k.ntk), 2 * want, rtol=1e-5, atol=1e-7)
+
+
+MARGIN_PARAMS = {"filter_size": 9, "cnn_depths": [1, 2], "attention_layers": [1, 2]}
+
+
+@pytest.mark.parametrize("family,depth", [("gap", 0), ("gap_fcn", 1), ("cnn_gap", 2), ("struct", 1), ("struct", 2)])
+def test_kernel_unchanged_when_padding_is_appended(family, depth):
+    margin = h6.mask_margin(MARGIN_PARAMS)
+    assert margin == 8
+    # a truncated review (no padding of its own) and two shorter ones, all followed by the margin
+    x = _masked_inputs(L=24 + margin, lengths=(24, 15, 11))
+    kfn = h6.build_kernel_fn(family, depth)
+    rel = h6.padding_invariance(kfn, x, extra=13, mask_constant=C)
+    assert max(rel.values()) < 1e-5, rel
+    # and the kernel does depend on the inputs (the check is not vacuous)
+    k = kfn(x, x, "nngp", mask_constant=C)
+    assert np.ptp(np.asarray(k)) > 1e-3
+
+
+def test_valid_conv_needs_the_margin():
+    """neural-tangents masks a VALID conv output by its window centre: without trailing masked
+    positions the last (k-1)/2 tokens gain windows when padding is appended (why mask_margin exists)."""
+    x = _masked_inputs(L=24, lengths=(24, 24, 24))
+    rel = h6.padding_invariance(h6.build_kernel_fn("cnn_gap", 1), x, extra=6, mask_constant=C)
+    assert max(rel.values()) > 1e-3
+
+
+def test_mask_margin_and_model_grid():
+    assert h6.mask_margin({"filter_size": 9, "cnn_depths": [1], "attention_layers": []}) == 4
+    assert h6.mask_margin({"filter_size": 9, "cnn_depths": [3], "attention_layers": [1]}) == 12
+    grid = h6.model_grid({"fcn_depths": [1], "cnn_depths": [1, 2], "attention_layers": [2]})
+    assert grid == [("gap", 0), ("gap_fcn", 1), ("cnn_gap", 1), ("cnn_gap", 2), ("struct", 2)]
+    with pytest.raises(ValueError, match="unknown model family"):
+        h6.build_kernel_fn("lstm", 1)
+    with pytest.raises(ValueError, match="depth"):
+        h6.build_kernel_fn("struct", 0)
+
+
+def test_paired_difference():
+    a = [1, 1, 0, 1, 0, 1, 1, 1]
+    b = [1, 0, 0, 1, 0, 0, 1, 0]
+    iv = h6.paired_difference(a, b, n_boot=500, seed=0)
+    assert iv.value == pytest.approx(np.mean(a) - np.mean(b))
+    assert iv.low <= iv.value <= iv.high and "paired" in iv.method
+    with pytest.raises(ValueError, match="same test set"):
+        h6.paired_difference(a, b[:-1])
+
+
+# ---- criterion on synthetic results, both directions ------------------------------------------
+
+def _family(correct, kernel="nngp", depth=1):
+    c = np.asarray(correct, float)
+    from ntkrepro.stats import bootstrap_ci
+
+    iv = bootstrap_ci(c, np.mean, n_boot=300, seed=0)
+    return {"kernel": kernel, "depth": depth, "diag_reg": 0.01, "valid_accuracy": float(c.mean()),
+            "test_accuracy": iv.as_dict(), "test_correct": c.astype(int).tolist()}
+
+
+def _results(acc_gap, acc_fcn, acc_struct, n=2000, pad=1e-7, shared=True, seed=0):
+    rng = np.random.default_rng(seed)
+    u = rng.random(n)  # shared difficulty: correlated correctness, as on a real common test set
+
+    def corr(acc):
+        return (u < acc).astype(int) if shared else (rng.random(n) < acc).astype(int)
+
+    return {"H6_imdb": {
+        "families": {"gap": _family(corr(acc_gap), depth=0), "gap_fcn": _family(corr(acc_fcn)),
+                     "struct": _family(corr(acc_struct)), "cnn_gap": _family(corr(acc_fcn))},
+        "padding_invariance_max": pad,
+        "protocol": {"archive": "aclImdb-subset.tar.gz", "n_train": 3200, "n_valid": 1600, "n_test": n,
+                     "seq_len": 500},
+        "params": {"n_boot": 300, "seed": 0},
+    }}
+
+
+def test_criterion_reproduced():
+    ev = h6.evaluate_h6(_results(0.80, 0.86, 0.865), "paper")
+    assert ev.verdict is Verdict.REPRODUCED, ev.reason
+    assert ev.measured["acc_struct_minus_gap"].low > 0
+
+
+def test_criterion_refuted_when_struct_is_worse_than_gap():
+    ev = h6.evaluate_h6(_results(0.86, 0.86, 0.80), "paper")
+    assert ev.verdict is Verdict.NOT_REPRODUCED, ev.reason
+
+
+def test_criterion_refuted_when_struct_far_above_gap_fcn():
+    ev = h6.evaluate_h6(_results(0.70, 0.70, 0.85), "paper")
+    assert ev.verdict is Verdict.NOT_REPRODUCED, ev.reason
+
+
+def test_criterion_refuted_when_competitive_with_sota():
+    ev = h6.evaluate_h6(_results(0.985, 0.99, 0.99), "paper")
+    assert ev.verdict is Verdict.NOT_REPRODUCED, ev.reason
+    assert "reaches it (refuted)" in ev.reason
+
+
+def test_criterion_inconclusive_with_few_test_reviews():
+    ev = h6.evaluate_h6(_results(0.80, 0.82, 0.83, n=60, shared=False), "smoke")
+    assert ev.verdict is Verdict.INCONCLUSIVE, ev.reason
+
+
+def test_criterion_inconclusive_when_padding_changes_the_kernel():
+    ev = h6.evaluate_h6(_results(0.86, 0.86, 0.80, pad=1e-2), "paper")
+    assert ev.verdict is Verdict.INCONCLUSIVE
+    assert "kernels invalid" in ev.reason
+
+
+def test_substitutes_label_reduced_runs():
+    r = _results(0.8, 0.8, 0.8)["H6_imdb"]
+    r["protocol"].update(n_train=200, seq_len=64)
+    subs = h6.substitutes(r)
+    assert any("reduced protocol 200/" in s for s in subs) and any("subset" in s for s in subs)
+
+
+# ---- end to end on real data, tiny -------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SUBSET.exists(), reason="offline IMDb subset not available")
+def test_run_h6_is_deterministic_and_cache_resumes(tmp_path):
+    from ntkrepro.run import RunContext
+
+    params = {"seq_len": 16, "n_train": 12, "n_valid": 6, "n_test": 8, "mask_constant": C, "filter_size": 5,
+              "W_pos_emb_std": 1.0, "fcn_depths": [1], "cnn_depths": [1], "attention_layers": [1],
+              "diag_reg_grid": [1e-3, 1e-1], "block_size": 6, "dtype": "float32",
+              "pad_check": {"n_reviews": 2, "extra": 5}, "n_boot": 100, "seed": 0,
+              "imdb": {"archive": str(SUBSET),
+                       "sha256": "946775c79fc88d7450a8575a03076f4d670a576d556e5e2f4608218b59ef44f4"},
+              "glove": {"source": "wheel", "dim": 50}}
+    runs = []
+    for cache in ("a", "a", "b"):  # second run reads the cache, third recomputes from scratch
+        ctx = RunContext(scale="smoke", params=params)
+        runs.append(h6.run_h6({**params, "cache_dir": str(tmp_path / cache)}, ctx))
+    for r in runs[1:]:
+        assert r["families"] == runs[0]["families"]
+        assert [m["kernels"] for m in r["models"]] == [m["kernels"] for m in runs[0]["models"]]
+    assert runs[0]["padding_invariance_max"] < 1e-4
+    assert runs[0]["protocol"]["array_length"] == 16 + 2
+    assert {f["label"] for f in runs[0]["families"].values()} == {"GAP-only", "GAP-FCN", "CNN-GAP", "Struct"}

@@ -1,0 +1,71 @@
+"""The whole smoke DAG end to end (marker ``dag``; minutes).
+
+Runs ``snakemake all`` at smoke scale into ``$NTKREPRO_DAG_RESULTS`` (CI sets it to ``results`` so
+the outputs stay in place; otherwise a temporary folder), then checks: every claim in the DAG has a
+valid ledger entry, every figure and the PDF report exist, a dry run has nothing left to do, and a
+second run of the H1/H2 chains gives identical ledger numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ntkrepro.ledger import check
+from ntkrepro.io import read_json
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+pytestmark = pytest.mark.dag
+
+
+def _smk(*args: str, results: Path, timeout: int = 1800) -> subprocess.CompletedProcess:
+    cmd = [SNAKEMAKE, *args, "--profile", "profiles/local", "--configfile", "config/smoke.yaml",
+           "--config", f"results_dir={results}"]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        sys.stderr.write(out.stdout[-8000:] + out.stderr[-8000:])
+    return out
+
+
+@pytest.fixture(scope="module")
+def dag_results(tmp_path_factory) -> Path:
+    env = os.environ.get("NTKREPRO_DAG_RESULTS")
+    results = Path(env) if env else tmp_path_factory.mktemp("results")
+    out = _smk("all", results=results)
+    assert out.returncode == 0, "smoke DAG failed (log above)"
+    return results
+
+
+def test_every_claim_has_a_ledger_entry_and_the_report_exists(dag_results):
+    index = read_json(dag_results / "claims" / "index.json")["claims"]
+    assert {"H1", "H2"} <= set(index)
+    assert check(dag_results / "claims", index) == []
+    assert (dag_results / "paper" / "replication_report.pdf").stat().st_size > 10_000
+    for entry in index:
+        e = read_json(dag_results / "claims" / f"{entry}.json")
+        assert e["scale"] == "smoke" and e["provenance"]["config_hash"]
+        for fig in e["figures"]:
+            assert Path(fig).exists() and Path(fig).with_suffix(".pdf").exists()
+
+
+def test_dry_run_after_full_run_has_nothing_to_do(dag_results):
+    out = _smk("-n", results=dag_results)
+    assert out.returncode == 0
+    assert "Nothing to be done" in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("claim", ["H1", "H2"])
+def test_rerun_gives_identical_ledger_numbers(dag_results, tmp_path, claim):
+    again = tmp_path / "again"
+    out = _smk(f"{again}/claims/{claim}.json", results=again)
+    assert out.returncode == 0
+    a = read_json(dag_results / "claims" / f"{claim}.json")
+    b = read_json(again / "claims" / f"{claim}.json")
+    assert json.dumps(a["measured"], sort_keys=True) == json.dumps(b["measured"], sort_keys=True)
+    assert a["verdict"] == b["verdict"]
