@@ -34,9 +34,13 @@ def validate_section(section, schema):
         raise ValueError(f"config section '{section}': {err}") from None
 
 
+def _as_list(paths):
+    return [paths] if isinstance(paths, str) else list(paths)
+
+
 def register_claim(claim, paper, results, figures):
     """Declare claim `claim`: its results files and figure names (drives ledger, report, all)."""
-    CLAIMS[claim] = {"paper": paper, "results": list(results), "figures": list(figures)}
+    CLAIMS[claim] = {"paper": paper, "results": _as_list(results), "figures": _as_list(figures)}
 
 
 def register_figure(name, results, caption, params=None):
@@ -47,7 +51,7 @@ def register_figure(name, results, caption, params=None):
     parameters (JSON-able).
     """
     paper, claim, _ = name.split("_", 2)
-    FIGURES[name] = {"paper": paper, "claim": claim, "results": list(results), "caption": caption,
+    FIGURES[name] = {"paper": paper, "claim": claim, "results": _as_list(results), "caption": caption,
                      "params": dict(params or {})}
 
 
