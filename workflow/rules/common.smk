@@ -10,8 +10,10 @@ from ntkrepro.io import canonical_hash
 R = config["results_dir"]
 SCALE = config["scale"]
 CONFIG_HASH = canonical_hash(config)
-# The interpreter running Snakemake (the project .venv) also runs every job.
-PY = sys.executable
+# Jobs run with the interpreter running Snakemake (the project .venv); with `--sdm conda` they
+# run `python` from the rule's activated conda env (envs/environment.yaml) instead.
+_SDM = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
+PY = "python" if any("conda" in m for m in _SDM) else sys.executable
 
 # claim id -> {"paper", "results": [...], "figures": [...]}; filled by each paper's .smk file.
 CLAIMS = {}

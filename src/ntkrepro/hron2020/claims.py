@@ -5,3 +5,4 @@ Each criterion lives beside the computation it judges (``evaluate_h1`` in :mod:`
 """
 
 from ntkrepro.hron2020 import average_pooling, gaussianity  # noqa: F401  (H1, H2)
+from ntkrepro.hron2020 import imdb  # noqa: F401  (H6)
