@@ -1,7 +1,10 @@
 # Hron et al. 2020: IMDb with GloVe, variable-length attention kernels (H6).
 # Library: src/ntkrepro/hron2020/imdb.py (+ ntkrepro.data.{imdb,text,glove}). Report: paper/sections/hron2020.tex.
 # Kernel blocks are cached (resumable) under {R}/cache/kernels/hron2020_H6, keyed by the inputs' hash.
-H6_IMDB = config["data"]["imdb"]
+H6_IMDB = dict(config["data"]["imdb"])
+if H6_IMDB.get("archive") and not Path(H6_IMDB["archive"]).is_absolute():
+    # a relative archive path is relative to data.root (as for the other archives)
+    H6_IMDB["archive"] = str(Path(config["data"].get("root", ".")) / H6_IMDB["archive"])
 H6_PARAMS = {
     **HRON["H6"],
     "imdb": H6_IMDB,
