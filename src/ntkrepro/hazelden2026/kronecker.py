@@ -132,7 +132,7 @@ def forward_core(v: torch.Tensor, rows: torch.Tensor, units: Sequence[int], *,
 
 
 def autodiff_core(y: torch.Tensor, module: nn.Linear, rows: torch.Tensor, units: Sequence[int], *,
-                  include_bias: bool = False, chunk: int = 64) -> torch.Tensor:
+                  include_bias: bool = False, chunk: int = 0) -> torch.Tensor:
     r"""Autodiff Kronecker core on the same block: :math:`J J^\top`, :math:`J_{(a,i)} = \partial y_{a,i}/\partial\theta_W`.
 
     ``y`` is the site's output tensor (N, n_out) still attached to the graph in which the site's
@@ -143,16 +143,32 @@ def autodiff_core(y: torch.Tensor, module: nn.Linear, rows: torch.Tensor, units:
     if include_bias and module.bias is None:
         raise ValueError("include_bias=True but the site has no bias")
     pairs = [(int(a), int(i)) for a in rows for i in units]
-    jrows = []
+    n_par = sum(p.numel() for p in params)
+    if chunk <= 0:  # automatic: keep one chunk of Jacobian rows under ~64 MB
+        chunk = max(1, min(256, (64 << 20) // (n_par * y.element_size())))
+    jac = torch.empty(len(pairs), n_par, dtype=y.dtype, device=y.device)
     for start in range(0, len(pairs), chunk):
         block = pairs[start:start + chunk]
         cot = torch.zeros((len(block),) + tuple(y.shape), dtype=y.dtype, device=y.device)
-        for k, (a, i) in enumerate(block):
-            cot[k, a, i] = 1.0
+        idx = torch.tensor(block, dtype=torch.long).reshape(-1, 2)
+        cot[torch.arange(len(block)), idx[:, 0], idx[:, 1]] = 1.0
         grads = torch.autograd.grad(y, params, grad_outputs=cot, retain_graph=True, is_grads_batched=True)
-        jrows.append(torch.cat([g.reshape(len(block), -1) for g in grads], 1))
-    jac = torch.cat(jrows, 0)
+        off = 0
+        for g in grads:
+            n = g[0].numel()
+            jac[start:start + len(block), off:off + n] = g.reshape(len(block), -1)
+            off += n
+        del grads, cot
     return jac @ jac.T
+
+
+def spread(n: int, k: int) -> list[int]:
+    """``k`` indices spread evenly over ``range(n)`` (first and last included); all if ``k >= n``."""
+    if k >= n:
+        return list(range(n))
+    if k < 1:
+        raise ValueError("need at least one index")
+    return sorted({int(round(x)) for x in np.linspace(0, n - 1, k)})
 
 
 def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -165,7 +181,7 @@ def relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def compare_sites(model: nn.Module, forward: Callable[[nn.Module], object], sites: Mapping[str, nn.Linear],
                   *, rows: torch.Tensor | None = None, units: Mapping[str, Sequence[int]] | int | None = None,
-                  include_bias: bool = True, chunk: int = 64, progress=None) -> dict[str, dict]:
+                  include_bias: bool = True, chunk: int = 0, progress=None) -> dict[str, dict]:
     r"""For every site, the relative error between :func:`forward_core` and :func:`autodiff_core`.
 
     ``forward(model)`` runs one forward pass. Pass 1 (no autodiff): records :math:`V` under
@@ -189,7 +205,7 @@ def compare_sites(model: nn.Module, forward: Callable[[nn.Module], object], site
         if units is None:
             u = list(range(n_out))
         elif isinstance(units, int):
-            u = list(range(min(units, n_out)))
+            u = spread(n_out, units)
         else:
             u = list(units[name])
         bias = include_bias and mod.bias is not None

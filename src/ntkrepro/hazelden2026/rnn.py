@@ -1,0 +1,204 @@
+r"""Claim G3: GeNTK spectra, spatial/temporal effective ranks and loss plateaus of RNNs and GRUs.
+
+**Task** (flip-flop, Sussillo & Barak 2013): ``n_bits`` input channels receive pulses
+:math:`\pm 1` with probability ``p_pulse`` per step; the target of each channel is the sign of
+its most recent pulse (0 before the first).
+
+**Models** (state :math:`h_t \in \mathbb R^H`, linear readout :math:`o_t = C h_t + c`):
+
+* RNN, written in pre-activation state :math:`z` so that every weight is a weight site:
+  :math:`z_t = W \tanh(z_{t-1}) + U x_t + b`, :math:`h_t = \tanh(z_t)`, :math:`z_{-1} = 0`.
+  Global constraint :math:`F(z,\theta)_t = z_t - W\tanh(z_{t-1}) - U x_t - b = 0`, so
+  :math:`\mathcal K = (V V^\top)\otimes I_H` with site variable
+  :math:`v_{s,t} = [\tanh(z_{s,t-1}), x_{s,t}, 1]` and :math:`\mathcal P = (D_z F)^{-1}`, the
+  inverse of the block lower-bidiagonal operator with identity diagonal blocks and
+  sub-diagonal blocks :math:`-W\,\mathrm{diag}(\tanh'(z_{t-1}))`.
+  The GeNTK on :math:`h` is :math:`\Theta_h = D\,\mathcal P\mathcal K\mathcal P^* D`,
+  :math:`D = \mathrm{diag}(\tanh'(z))` (:func:`rnn_gentk_operators`).
+* GRU (PyTorch's gate equations) with recurrent gain on the three recurrent matrices.
+
+For both, :math:`\Theta_h = J J^\top` with :math:`J = \partial h / \partial \theta_\mathrm{rec}`
+(all parameters except the readout) by autodiff (:func:`gentk_autodiff`); for the RNN the
+operator form above is checked against it. Recurrent weights are drawn
+:math:`\mathcal N(0, g^2/H)` for gain :math:`g`; input weights :math:`\mathcal N(0, 1/n_\mathrm{in})`.
+
+Reported per (model, gain): entropy effective ranks of the spatial kernel
+:math:`\sum_{s,t}\Theta[(s,t,i),(s,t,j)]`, the temporal kernel
+:math:`\sum_{s,i}\Theta[(s,t,i),(s,t',i)]` and of :math:`\Theta_h` itself, at initialisation;
+and the full-batch gradient-descent loss curve of the MSE on a fixed training set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from ntkrepro.hazelden2026 import kronecker as kr
+
+MODELS = ("rnn", "gru")
+
+
+def flip_flop(n_samples: int, seq_len: int, n_bits: int, p_pulse: float, rng: np.random.Generator):
+    """Flip-flop inputs (S, T, n_bits) in {-1, 0, 1} and targets = sign of the latest pulse."""
+    if not 0 < p_pulse < 1:
+        raise ValueError("p_pulse must be in (0, 1)")
+    pulse = rng.random((n_samples, seq_len, n_bits)) < p_pulse
+    sign = np.where(rng.random((n_samples, seq_len, n_bits)) < 0.5, -1.0, 1.0)
+    x = pulse * sign
+    y = np.zeros_like(x)
+    state = np.zeros((n_samples, n_bits))
+    for t in range(seq_len):
+        state = np.where(pulse[:, t], sign[:, t], state)
+        y[:, t] = state
+    return x, y
+
+
+def init_params(model: str, n_in: int, hidden: int, n_out: int, gain: float, seed: int) -> dict[str, torch.Tensor]:
+    """Float64 parameters; recurrent matrices N(0, gain^2/H), input N(0, 1/n_in), readout N(0, 1/H)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    g = torch.Generator().manual_seed(seed)
+
+    def normal(*shape, std):
+        return torch.randn(*shape, generator=g, dtype=torch.float64) * std
+
+    p: dict[str, torch.Tensor] = {}
+    if model == "rnn":
+        p["W"] = normal(hidden, hidden, std=gain / np.sqrt(hidden))
+        p["U"] = normal(hidden, n_in, std=1 / np.sqrt(n_in))
+        p["b"] = torch.zeros(hidden, dtype=torch.float64)
+    else:
+        for gate in ("r", "u", "n"):
+            p[f"W_h{gate}"] = normal(hidden, hidden, std=gain / np.sqrt(hidden))
+            p[f"W_i{gate}"] = normal(hidden, n_in, std=1 / np.sqrt(n_in))
+            p[f"b_i{gate}"] = torch.zeros(hidden, dtype=torch.float64)
+            p[f"b_h{gate}"] = torch.zeros(hidden, dtype=torch.float64)
+    p["C"] = normal(n_out, hidden, std=1 / np.sqrt(hidden))
+    p["c"] = torch.zeros(n_out, dtype=torch.float64)
+    return p
+
+
+def hidden_states(model: str, p: dict[str, torch.Tensor], x: torch.Tensor, return_z: bool = False):
+    """Hidden states h (S, T, H) (and RNN pre-activations z) for inputs x (S, T, n_in)."""
+    s, t_len, _ = x.shape
+    hdim = p["C"].shape[1]
+    h = torch.zeros(s, hdim, dtype=x.dtype)
+    hs, zs = [], []
+    for t in range(t_len):
+        xt = x[:, t]
+        if model == "rnn":
+            z = h @ p["W"].T + xt @ p["U"].T + p["b"]
+            h = torch.tanh(z)
+            zs.append(z)
+        else:
+            r = torch.sigmoid(xt @ p["W_ir"].T + p["b_ir"] + h @ p["W_hr"].T + p["b_hr"])
+            u = torch.sigmoid(xt @ p["W_iu"].T + p["b_iu"] + h @ p["W_hu"].T + p["b_hu"])
+            n = torch.tanh(xt @ p["W_in"].T + p["b_in"] + r * (h @ p["W_hn"].T + p["b_hn"]))
+            h = (1 - u) * n + u * h
+        hs.append(h)
+    hs = torch.stack(hs, 1)
+    return (hs, torch.stack(zs, 1)) if return_z else hs
+
+
+def recurrent_names(p: dict[str, torch.Tensor]) -> list[str]:
+    """Parameters that shape the hidden state (everything but the readout)."""
+    return [k for k in p if k not in ("C", "c")]
+
+
+def gentk_autodiff(model: str, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    r""":math:`J` with :math:`\Theta_h = J J^\top`, :math:`J = \partial h/\partial\theta_\mathrm{rec}`, shape (S*T*H, P)."""
+    names = recurrent_names(p)
+
+    def fn(*theta):
+        q = dict(p)
+        q.update(zip(names, theta))
+        return hidden_states(model, q, x).reshape(-1)
+
+    jac = torch.func.jacrev(fn, argnums=tuple(range(len(names))))(*[p[n] for n in names])
+    return torch.cat([j.reshape(j.shape[0], -1) for j in jac], 1)
+
+
+def rnn_gentk_operators(p: dict[str, torch.Tensor], x: torch.Tensor) -> dict[str, torch.Tensor]:
+    r"""RNN GeNTK from its operators: :math:`\mathcal K` (Kronecker core), :math:`\mathcal P`, and
+    :math:`\Theta_h = D\mathcal P\mathcal K\mathcal P^* D` on states indexed (sample, time, unit)."""
+    s, t_len, _ = x.shape
+    hdim = p["W"].shape[0]
+    _, z = hidden_states("rnn", p, x, return_z=True)
+    r_prev = torch.cat([torch.zeros(s, 1, hdim, dtype=x.dtype), torch.tanh(z[:, :-1])], 1)
+    v = torch.cat([r_prev, x, torch.ones(s, t_len, 1, dtype=x.dtype)], 2).reshape(s * t_len, -1)
+    core = torch.kron(v @ v.T, torch.eye(hdim, dtype=x.dtype))
+    dphi = 1 - torch.tanh(z) ** 2  # (S, T, H)
+    n = t_len * hdim
+    p_blocks = []
+    for si in range(s):
+        m = torch.eye(n, dtype=x.dtype)
+        for t in range(1, t_len):
+            m[t * hdim:(t + 1) * hdim, (t - 1) * hdim:t * hdim] = -p["W"] * dphi[si, t - 1][None, :]
+        p_blocks.append(torch.linalg.solve_triangular(m, torch.eye(n, dtype=x.dtype), upper=False))
+    prop = torch.block_diag(*p_blocks)
+    d = dphi.reshape(-1)
+    theta_z = prop @ core @ prop.T
+    theta_h = d[:, None] * theta_z * d[None, :]
+    return {"K": core, "P": prop, "theta_z": theta_z, "theta_h": theta_h}
+
+
+def spectra(jac: torch.Tensor, n_samples: int, seq_len: int, hidden: int) -> dict[str, Any]:
+    r"""Eigenvalues of :math:`\Theta = J J^\top` (via :math:`J^\top J`) and its spatial/temporal kernels' effective ranks."""
+    j = jac.numpy()
+    lam = np.clip(np.linalg.eigvalsh(j.T @ j), 0, None)[::-1]
+    theta = j @ j.T
+    space_k, time_k = kr.partial_traces(theta, n_samples, seq_len, hidden)
+    lam_s = np.linalg.eigvalsh(space_k)[::-1]
+    lam_t = np.linalg.eigvalsh(time_k)[::-1]
+    return {"er_full": kr.effective_rank(lam), "er_space": kr.effective_rank(lam_s),
+            "er_time": kr.effective_rank(lam_t), "eig_full": lam[: min(200, lam.size)].tolist(),
+            "eig_space": lam_s.tolist(), "eig_time": lam_t.tolist()}
+
+
+def train_gd(model: str, p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, steps: int,
+             lr: float) -> list[float]:
+    """Full-batch gradient descent on the MSE of the readout; returns the loss before each step and at the end."""
+    q = {k: v.clone().requires_grad_(True) for k, v in p.items()}
+    losses = []
+    for _ in range(steps + 1):
+        h = hidden_states(model, q, x)
+        out = h @ q["C"].T + q["c"]
+        loss = ((out - y) ** 2).mean()
+        losses.append(float(loss))
+        if len(losses) > steps:
+            break
+        grads = torch.autograd.grad(loss, list(q.values()))
+        with torch.no_grad():
+            for v, g in zip(q.values(), grads):
+                v -= lr * g
+        if not np.isfinite(losses[-1]):
+            break
+    return losses
+
+
+def run_g3(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """G3: GeNTK effective ranks at init and GD loss curves, per model and recurrent gain."""
+    torch.use_deterministic_algorithms(True)
+    rng = np.random.default_rng(params["seed"])
+    xk, _ = flip_flop(params["kernel_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
+    xtr, ytr = flip_flop(params["train_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
+    xk, xtr, ytr = map(torch.from_numpy, (xk, xtr, ytr))
+    runs = []
+    op_check = []
+    configs = [(m, g) for m in params["models"] for g in params["gains"]]
+    for model, gain in ctx.progress(configs, desc="G3 (model, gain)"):
+        p = init_params(model, params["n_bits"], params["hidden"], params["n_bits"], gain, params["seed"])
+        jac = gentk_autodiff(model, p, xk)
+        spec = spectra(jac, params["kernel_samples"], params["seq_len"], params["hidden"])
+        if model == "rnn":
+            ops = rnn_gentk_operators(p, xk)
+            ref = jac @ jac.T
+            op_check.append(float(torch.linalg.norm(ops["theta_h"] - ref) / torch.linalg.norm(ref)))
+        losses = train_gd(model, p, xtr, ytr, params["steps"], params["lr"])
+        runs.append({"model": model, "gain": gain, **spec, "er_space_frac": spec["er_space"] / params["hidden"],
+                     "er_time_frac": spec["er_time"] / params["seq_len"], "loss": losses,
+                     "loss_initial": losses[0], "loss_final": float(np.mean(losses[-max(1, len(losses) // 10):]))})
+    return {"runs": runs, "hidden": params["hidden"], "seq_len": params["seq_len"],
+            "rnn_operator_vs_autodiff_max_rel_error": max(op_check) if op_check else None}
