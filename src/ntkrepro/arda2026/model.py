@@ -159,6 +159,16 @@ def loss_and_grad(params: Params, X: jax.Array, y: jax.Array) -> tuple[jax.Array
     return loss, Params(gW, gU, gc)
 
 
+def linear_term(params0: Params, delta: Params, X: jax.Array) -> jax.Array:
+    r""":math:`\langle\nabla_\theta f(X_j;\theta_0), \delta\rangle` from Lemma 1 (no Jacobian formed), shape ``(n,)``."""
+    F = head_features(params0.W, params0.U, X)
+    m = params0.c.shape[0]
+    cs = params0.c * (1.0 - F.h**2)
+    tW = jnp.einsum("nmd,mde,ne->nm", F.g, delta.W, F.xT)
+    tU = jnp.einsum("nmd,md->nm", F.a, delta.U)
+    return (jnp.sum(cs * (tW + tU), axis=1) + F.h @ delta.c) / jnp.sqrt(m)
+
+
 def mse(params: Params, X: jax.Array, y: jax.Array) -> jax.Array:
     """Mean squared error of the model on ``(X, y)``."""
     return jnp.mean((forward(params, X) - y) ** 2)

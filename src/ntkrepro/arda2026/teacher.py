@@ -44,6 +44,9 @@ import numpy as np
 from ntkrepro.arda2026.model import head_features
 
 
+_BLOCK = 256
+
+
 class TeacherSpec(NamedTuple):
     """Anchors ``(R, d, T)`` and coefficients ``beta (R,)`` that define :math:`v(w)`."""
 
@@ -53,10 +56,16 @@ class TeacherSpec(NamedTuple):
 
 
 def sample_inputs(key: jax.Array, n: int, d: int, T: int, dtype=jnp.float32) -> jax.Array:
-    """``n`` inputs of shape ``(d, T)``: Gaussian tokens rescaled to norm at most 1."""
+    """``n`` inputs of shape ``(d, T)``: Gaussian tokens rescaled to norm at most 1.
+
+    Drawn in blocks of 256 from ``fold_in(key, block)``, so the first ``n`` inputs are the same
+    for every larger ``n`` (nested datasets for the sample-size sweep).
+    """
     if min(n, d, T) < 1:
         raise ValueError(f"n, d, T must be positive, got {(n, d, T)}")
-    X = jax.random.normal(key, (n, d, T), dtype)
+    blocks = [jax.random.normal(jax.random.fold_in(key, b), (_BLOCK, d, T), dtype)
+              for b in range(-(-n // _BLOCK))]
+    X = jnp.concatenate(blocks)[:n]
     norms = jnp.sqrt(jnp.sum(X**2, axis=1, keepdims=True))
     return X / jnp.maximum(1.0, norms)
 
@@ -89,13 +98,30 @@ def transport_values(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Ar
     return teacher.nu * (kXA @ teacher.beta) / unorm[:, None]
 
 
-def teacher_labels(key: jax.Array, teacher: TeacherSpec, X: jax.Array, n_mc: int,
-                   chunk: int = 512, x_chunk: int = 1000) -> jax.Array:
-    r""":math:`f^\star(X_j)` by Monte Carlo over ``n_mc`` head draws.
+HEAD_CHUNK = 64
+X_CHUNK = 256
 
-    Heads are drawn in chunks of ``chunk`` (head ``k`` of the MC sample does not depend on the
-    chunking of inputs), inputs processed ``x_chunk`` at a time to bound memory.
-    """
+
+def _padded(a: jax.Array, size: int) -> jax.Array:
+    """Pad axis 0 of ``a`` to a multiple of ``size`` by repeating its first rows (results are sliced off)."""
+    k = (-a.shape[0]) % size
+    return a if k == 0 else jnp.concatenate([a, jnp.repeat(a[:1], k, axis=0)])
+
+
+def transport_matrix(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Array) -> np.ndarray:
+    r""":func:`transport_values` for any numbers of heads and inputs, in fixed-size blocks (one compile)."""
+    m, n = W.shape[0], X.shape[0]
+    Wp, Up, Xp = _padded(W, HEAD_CHUNK), _padded(U, HEAD_CHUNK), _padded(X, X_CHUNK)
+    out = np.zeros((Wp.shape[0], Xp.shape[0]), np.float64)
+    for i in range(0, Wp.shape[0], HEAD_CHUNK):
+        for j in range(0, Xp.shape[0], X_CHUNK):
+            out[i:i + HEAD_CHUNK, j:j + X_CHUNK] = np.asarray(
+                transport_values(Wp[i:i + HEAD_CHUNK], Up[i:i + HEAD_CHUNK], teacher, Xp[j:j + X_CHUNK]))
+    return out[:m, :n]
+
+
+def teacher_labels(key: jax.Array, teacher: TeacherSpec, X: jax.Array, n_mc: int, chunk: int = 512) -> jax.Array:
+    r""":math:`f^\star(X_j)` by Monte Carlo over ``n_mc`` head draws (drawn ``chunk`` at a time)."""
     if n_mc < 1:
         raise ValueError("n_mc must be positive")
     d = X.shape[1]
@@ -107,19 +133,15 @@ def teacher_labels(key: jax.Array, teacher: TeacherSpec, X: jax.Array, n_mc: int
         kW, kU = jax.random.split(jax.random.fold_in(key, i), 2)
         W = jax.random.normal(kW, (k, d, d))
         U = jax.random.normal(kU, (k, d))
-        for j in range(0, X.shape[0], x_chunk):
-            total[j:j + x_chunk] += np.asarray(jnp.sum(transport_values(W, U, teacher, X[j:j + x_chunk]), axis=0),
-                                               np.float64)
+        total += transport_matrix(W, U, teacher, X).sum(axis=0)
         done += k
         i += 1
     return jnp.asarray(total / n_mc, jnp.float32)
 
 
-def transport_prediction(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Array,
-                         x_chunk: int = 1000) -> jax.Array:
+def transport_prediction(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Array) -> jax.Array:
     r"""Width-m linearised model at the transported parameters, :math:`\hat f_m(X_j)`, shape ``(n,)``."""
-    return jnp.concatenate([jnp.mean(transport_values(W, U, teacher, X[j:j + x_chunk]), axis=0)
-                            for j in range(0, X.shape[0], x_chunk)])
+    return jnp.asarray(transport_matrix(W, U, teacher, X).mean(axis=0), jnp.float32)
 
 
 def make_dataset(seed: int, n: int, d: int, T: int, R: int, nu: float, n_mc: int,

@@ -1,0 +1,190 @@
+r"""A4: lag-L forecasting, transformer (:mod:`.model`) vs IndRNN (:mod:`.indrnn`).
+
+**Series.** :math:`x_t = 0.9\,x_{t-L} + \varepsilon_t`, :math:`\varepsilon_t\sim\mathcal N(0, 0.1^2)`,
+zero initial values, the first ``burn_in`` (800) samples dropped; the series is standardised
+(its empirical mean and standard deviation), so the target :math:`y` is standardised.
+
+**Windows.** Window :math:`j` is :math:`(x_j,\dots,x_{j+L})` (length :math:`T = L+1`), target
+:math:`y_j = x_{j+L+1} = 0.9\,x_{j+1} + \varepsilon`: the informative token is the 2nd of the
+window. Input channels: the value, plus 16 fixed positional channels
+:math:`\sin(2\pi t/P_k), \cos(2\pi t/P_k)`, :math:`P_k = 32\cdot 2^k`, :math:`k = 0..7`
+(:math:`d_{in} = 17`). :math:`n` windows, first 80 % train, last 20 % validation. The Bayes
+risk of the standardised target is :math:`1 - 0.9^2 = 0.19`.
+
+**Training.** Full-batch GD on MSE, learning rate ``lr`` (0.05), ``steps`` steps, no projection,
+width ``m`` (64), tanh. Per step: validation MSE and the gradient norm of the transformer's
+:math:`W` / the IndRNN's recurrent :math:`u`. Reported per (L, seed): the minimum validation MSE
+and the mean over blocks of ``grad_block`` (500) steps of the block maximum of the gradient norm.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ntkrepro import stats
+
+N_FREQ = 8
+BAYES_MSE = 1 - 0.9**2
+
+
+def lag_series(rng: np.random.Generator, length: int, L: int, *, phi: float = 0.9, noise_std: float = 0.1,
+               burn_in: int = 800) -> np.ndarray:
+    r""":math:`x_t = \phi x_{t-L} + \varepsilon_t` after ``burn_in`` samples, standardised."""
+    if L < 1 or length < 1:
+        raise ValueError("L and length must be positive")
+    total = length + burn_in
+    x = np.zeros(total + L)
+    eps = rng.normal(0.0, noise_std, size=total + L)
+    for t in range(L, total + L):
+        x[t] = phi * x[t - L] + eps[t]
+    x = x[L + burn_in:]
+    return (x - x.mean()) / x.std()
+
+
+def positional_channels(T: int) -> np.ndarray:
+    """The 16 fixed sin/cos channels (periods 32*2^k, k=0..7), shape ``(16, T)``."""
+    t = np.arange(T)[None, :]
+    P = 32.0 * 2.0 ** np.arange(N_FREQ)[:, None]
+    return np.concatenate([np.sin(2 * np.pi * t / P), np.cos(2 * np.pi * t / P)], axis=0)
+
+
+def lag_windows(series: np.ndarray, L: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` windows ``(n, 17, L+1)`` (value + positional channels) and targets ``(n,)``."""
+    T = L + 1
+    if series.size < n + T:
+        raise ValueError(f"series of length {series.size} too short for {n} windows of length {T}")
+    idx = np.arange(n)[:, None] + np.arange(T)[None, :]
+    vals = series[idx]  # (n, T)
+    y = series[np.arange(n) + T]
+    pe = np.broadcast_to(positional_channels(T), (n, 2 * N_FREQ, T))
+    X = np.concatenate([vals[:, None, :], pe], axis=1)
+    return X.astype(np.float32), y.astype(np.float32)
+
+
+def make_task(seed: int, L: int, n: int, burn_in: int, train_frac: float = 0.8):
+    """Train/validation windows of the lag-L task, deterministic in ``seed`` and ``L``."""
+    rng = np.random.default_rng([seed, L])
+    s = lag_series(rng, n + L + 2, L, burn_in=burn_in)
+    X, y = lag_windows(s, L, n)
+    k = int(round(train_frac * n))
+    return X[:k], y[:k], X[k:], y[k:]
+
+
+def _train_recorded(loss_fn, grad_norm_fn, params, Xtr, ytr, Xva, yva, predict, steps: int, lr: float):
+    """Full-batch GD with per-step gradient norm (of the chosen block) and validation MSE."""
+    import jax
+    import jax.numpy as jnp
+
+    vg = jax.value_and_grad(loss_fn)
+
+    @jax.jit
+    def run(p):
+        def step(p, _):
+            val = jnp.mean((predict(p, Xva) - yva) ** 2)
+            loss, g = vg(p, Xtr, ytr)
+            p = jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
+            return p, (loss, val, grad_norm_fn(g))
+
+        p, (losses, vals, gn) = jax.lax.scan(step, p, None, length=steps)
+        final_val = jnp.mean((predict(p, Xva) - yva) ** 2)
+        return losses, jnp.concatenate([vals, final_val[None]]), gn
+
+    return run(params)
+
+
+def block_max_mean(x: np.ndarray, block: int) -> float:
+    """Mean over consecutive blocks of ``block`` steps of the block maximum (last partial block kept)."""
+    x = np.asarray(x)
+    if block < 1:
+        raise ValueError("block must be >= 1")
+    return float(np.mean([x[i:i + block].max() for i in range(0, x.size, block)]))
+
+
+def run_point(section: Mapping[str, Any], L: int, seeds: Sequence[int]) -> dict[str, Any]:
+    """Both models at lag ``L`` for each seed."""
+    import jax
+    import jax.numpy as jnp
+
+    from ntkrepro.arda2026 import model
+    from ntkrepro.arda2026.indrnn import indrnn_forward, init_indrnn
+
+    m, steps, lr = int(section["m"]), int(section["steps"]), float(section["lr"])
+    out: dict[str, Any] = {"L": L, "seeds": list(seeds)}
+    for k in ("tf_min_val", "tf_grad_blockmax", "rnn_min_val", "rnn_grad_blockmax", "tf_final_train",
+              "rnn_final_train", "rnn_nonfinite"):
+        out[k] = []
+
+    def tf_loss(p, X, y):
+        return jnp.mean((model.forward(p, X) - y) ** 2)
+
+    def rnn_loss(p, X, y):
+        return jnp.mean((indrnn_forward(p, X) - y) ** 2)
+
+    for seed in seeds:
+        Xtr, ytr, Xva, yva = map(jnp.asarray, make_task(int(seed), L, int(section["n"]), int(section["burn_in"])))
+        key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), L)
+        ktf, krnn = jax.random.split(key)
+        p_tf = model.init_params(ktf, m, Xtr.shape[1])
+        losses, vals, gn = _train_recorded(tf_loss, lambda g: jnp.sqrt(jnp.sum(g.W**2)), p_tf, Xtr, ytr, Xva, yva,
+                                           model.forward, steps, lr)
+        out["tf_min_val"].append(float(jnp.nanmin(vals)))
+        out["tf_grad_blockmax"].append(block_max_mean(np.asarray(gn), int(section["grad_block"])))
+        out["tf_final_train"].append(float(losses[-1]))
+        p_rnn = init_indrnn(krnn, m, Xtr.shape[1])
+        losses, vals, gn = _train_recorded(rnn_loss, lambda g: jnp.sqrt(jnp.sum(g.u**2)), p_rnn, Xtr, ytr, Xva, yva,
+                                           indrnn_forward, steps, lr)
+        vals = np.asarray(vals)
+        out["rnn_nonfinite"].append(int(np.sum(~np.isfinite(vals))))
+        # a diverged run (NaN/inf) counts with the worst finite value, or +inf if none
+        out["rnn_min_val"].append(float(np.nanmin(np.where(np.isfinite(vals), vals, np.nan)))
+                                  if np.isfinite(vals).any() else float("inf"))
+        g = np.asarray(gn)
+        out["rnn_grad_blockmax"].append(block_max_mean(np.where(np.isfinite(g), g, np.finfo(np.float32).max),
+                                                       int(section["grad_block"])))
+        out["rnn_final_train"].append(float(losses[-1]))
+    return out
+
+
+def tasks(section: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """(L, seed group) tasks."""
+    from ntkrepro.arda2026.scaling import seed_groups
+
+    return [{"L": int(L), "seeds": g} for L in section["L_values"]
+            for g in seed_groups(section["seeds"], section["seeds_per_job"])]
+
+
+def n_shards(section: Mapping[str, Any]) -> int:
+    return max(1, min(int(section["jobs"]), len(tasks(section))))
+
+
+def run_a4_shard(params: dict, ctx) -> dict:
+    """A4 shard: tasks ``shard, shard+K, ...`` of :func:`tasks`."""
+    shard, K = int(params["shard"]), n_shards(params)
+    todo = tasks(params)[shard::K]
+    rows = [run_point(params, t["L"], t["seeds"]) for t in ctx.progress(todo, desc=f"A4 shard {shard}")]
+    return {"claim": "A4", "shard": shard, "n_shards": K, "tasks": rows}
+
+
+def aggregate_a4(params: dict, ctx) -> dict:
+    """A4: per-L summaries, slopes of min validation MSE vs L (linear) and of log grad norms vs L."""
+    from ntkrepro.arda2026.scaling import collect, summarise
+    from ntkrepro.io import read_json
+
+    shards = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
+    out: dict[str, Any] = {"metrics": {}, "bayes_mse": BAYES_MSE}
+    nb = int(params["n_boot"])
+    for metric in ("tf_min_val", "rnn_min_val", "tf_grad_blockmax", "rnn_grad_blockmax", "tf_final_train",
+                   "rnn_final_train", "rnn_nonfinite"):
+        x, vals, seeds = collect(shards, "L", metric)
+        s = summarise(x, vals, n_boot=nb)
+        if metric.endswith("min_val"):
+            capped = np.where(np.isfinite(vals), vals, 1e6)
+            s["slope_linear"] = stats.bootstrap_slope(x, capped, log=False, n_boot=nb).as_dict()
+        out["metrics"][metric] = s
+    out["L_values"] = x.tolist()
+    out["seeds"] = seeds
+    return out
