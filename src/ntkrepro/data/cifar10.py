@@ -67,12 +67,13 @@ def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
 def resolve_cifar10(cfg: Mapping[str, Any], data_root: PathLike | None = None,
                     resources_dir: PathLike = "resources") -> Path:
     """Verified path of the archive: ``<data_root>/<archive>`` if that exists, else
-    ``resources/<archive>``, else download into ``resources/`` when ``cfg['download']`` is true."""
+    ``<resources_dir>/<archive>`` (``cfg['resources_dir']``, default ``resources``), else a download
+    into it when ``cfg['download']`` is true."""
     spec = archive_spec(cfg)
     local = None
     if data_root is not None and (Path(data_root) / cfg.get("archive", spec.filename)).exists():
         local = Path(data_root) / cfg.get("archive", spec.filename)
-    return resolve_archive(spec, local_path=local, resources_dir=resources_dir,
+    return resolve_archive(spec, local_path=local, resources_dir=cfg.get("resources_dir", resources_dir),
                            download=bool(cfg.get("download", False)))
 
 

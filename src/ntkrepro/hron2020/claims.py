@@ -6,3 +6,4 @@ Each criterion lives beside the computation it judges (``evaluate_h1`` in :mod:`
 
 from ntkrepro.hron2020 import average_pooling, gaussianity  # noqa: F401  (H1, H2)
 from ntkrepro.hron2020 import imdb  # noqa: F401  (H6)
+from ntkrepro.hron2020 import cifar10  # noqa: F401  (H4)

@@ -1,0 +1,309 @@
+r"""H4 -- CIFAR-10 with closed-form NNGP/NTK regression: attention kernels vs Flatten/GAP/LAP.
+
+Hron et al. (2020), Sec. 5 / Fig. 2 / Table 2. Every model is a stack of ``depth`` blocks
+``Conv(3x3, SAME) -> ReLU`` (the *preceding depth*) followed by a readout, then ``Dense(10)``:
+
+============  ===========================================================================
+family        readout after the conv stack
+============  ===========================================================================
+flatten       ``Flatten``
+gap           ``GlobalAvgPool``
+lap           ``AvgPool(w x w, stride w) -> Flatten`` (local average pooling)
+vanilla       ``GlobalSelfAttention`` (no positional embedding) ``-> Flatten``
+struct        ``GlobalSelfAttention`` with positional covariance
+              :math:`\Sigma_{pq} = \phi(\lVert p - q\rVert_2^2)`,
+              :math:`\phi(r) = 1/(1 + r/\ell^2)` (decaying with pixel distance, ``pos_emb_type='SUM'``)
+              ``-> LayerNorm -> Flatten``
+residual      ``Conv(1x1) -> FanOut(2) -> [Identity, Struct attention] -> FanInSum -> LayerNorm -> Flatten``
+============  ===========================================================================
+
+Attention layers use neural-tangents' ``linear_scaling=True`` (the analytic :math:`d^{-1}` kernel
+with tied query/key weights) and ``attention_mechanism`` from the config (identity by default, the
+mechanism Sec. 4.1 keeps for its remaining experiments).
+
+Protocol (the paper's, at the configured sizes): images downsampled to ``image_size`` and
+standardised (:mod:`ntkrepro.data.cifar10`); a class-balanced train/validation split of the
+official training set selects, per family and kernel (NNGP, NTK), the preceding depth and the
+diagonal regulariser by validation accuracy; the final model is refit on train :math:`\cup`
+validation and evaluated on (a class-balanced subset of) the official test set, with a bootstrap
+CI. Orderings are measured as paired bootstrap intervals of accuracy differences on the same test
+points. Every kernel is computed by :func:`ntkrepro.kernels.blocks.compute_kernel_blocks`
+(resumable) and inference is :func:`ntkrepro.kernels.inference.kernel_regression`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.data.cifar10 import N_CLASSES, balanced_subset, load_cifar10, preprocess, resolve_cifar10
+from ntkrepro.io import canonical_hash, sha256_file, write_npz
+from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
+from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes, select_diag_reg
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.run import RunContext
+from ntkrepro.stats import Interval, bootstrap_ci
+
+log = logging.getLogger("ntkrepro.hron2020")
+
+FAMILIES = ("flatten", "gap", "lap", "vanilla", "struct", "residual")
+ATTENTION_FAMILIES = ("vanilla", "struct", "residual")
+KERNELS = ("nngp", "ntk")
+
+
+# --------------------------------------------------------------------------------------------
+# Models
+
+def _attention(arch: Mapping[str, Any], structured: bool):
+    from ntkrepro.nt import stax
+
+    width = int(arch.get("width", 64))
+    kw: dict[str, Any] = dict(linear_scaling=True, attention_mechanism=str(arch.get("attention_mechanism", "IDENTITY")),
+                              W_key_std=float(arch.get("W_qk_std", 1.0)), W_query_std=float(arch.get("W_qk_std", 1.0)),
+                              W_value_std=float(arch.get("W_std", 1.0)), W_out_std=1.0, b_std=None)
+    if structured:
+        ell2 = float(arch.get("pos_emb_length", 1.0)) ** 2
+        kw.update(pos_emb_type="SUM", pos_emb_p_norm=2, pos_emb_decay_fn=lambda r: 1.0 / (1.0 + r / ell2),
+                  W_pos_emb_std=float(arch.get("W_pos_emb_std", 1.0)))
+    return stax.GlobalSelfAttention(width, width, width, int(arch.get("n_heads", 1)), **kw)
+
+
+def build_model(family: str, depth: int, arch: Mapping[str, Any], n_out: int = N_CLASSES):
+    """``(init_fn, apply_fn, kernel_fn)`` of the model ``family`` with ``depth`` conv blocks (module table)."""
+    from ntkrepro.nt import stax
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; one of {FAMILIES}")
+    if depth < 0:
+        raise ValueError("depth must be >= 0")
+    width = int(arch.get("width", 64))
+    w_std, b_std = float(arch.get("W_std", 2.0 ** 0.5)), float(arch.get("b_std", 0.05))
+    layers = []
+    for _ in range(depth):
+        layers += [stax.Conv(width, (3, 3), padding="SAME", W_std=w_std, b_std=b_std), stax.Relu()]
+    if family == "flatten":
+        tail = [stax.Flatten()]
+    elif family == "gap":
+        tail = [stax.GlobalAvgPool()]
+    elif family == "lap":
+        w = int(arch.get("lap_window", 2))
+        tail = [stax.AvgPool((w, w), strides=(w, w), padding="VALID"), stax.Flatten()]
+    elif family == "vanilla":
+        tail = [_attention(arch, False), stax.Flatten()]
+    elif family == "struct":
+        tail = [_attention(arch, True), stax.LayerNorm(axis=-1), stax.Flatten()]
+    else:  # residual
+        tail = [stax.Conv(width, (1, 1), W_std=w_std, b_std=b_std), stax.FanOut(2),
+                stax.parallel(stax.Identity(), _attention(arch, True)), stax.FanInSum(),
+                stax.LayerNorm(axis=-1), stax.Flatten()]
+    return stax.serial(*layers, *tail, stax.Dense(n_out, W_std=1.0, b_std=0.0))
+
+
+def jitted_kernel_fn(family: str, depth: int, arch: Mapping[str, Any], nt_batch_size: int = 0):
+    """A jitted ``kernel_fn(x1, x2, get)``; with ``nt_batch_size > 0`` wrapped by ``nt.batch`` over
+    all local devices (paper scale)."""
+    import jax
+
+    from ntkrepro.nt import nt
+
+    kfn = build_model(family, depth, arch)[2]
+    if nt_batch_size > 0:
+        batched = nt.batch(kfn, batch_size=int(nt_batch_size), device_count=-1, store_on_device=False)
+        return lambda a, b, get: batched(a, b, get)
+    jk = jax.jit(kfn, static_argnames=("get",))
+    return lambda a, b, get: jk(a, b, get=tuple(get))
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+
+def load_splits(params: Mapping[str, Any], ctx: RunContext | None, *, need_test: bool = True) -> dict[str, Any]:
+    """Class-balanced train / validation (from the official training set) and test subsets,
+    preprocessed (downsample to ``image_size``, standardise). ``params['data']`` holds ``root``
+    and the ``data: cifar10:`` section."""
+    data_cfg = dict(params["data"])
+    root = data_cfg.pop("root", None)
+    path = resolve_cifar10(data_cfg, root)
+    if ctx is not None:
+        ctx.use_data(path)
+    ds = load_cifar10(path)
+    seed = int(params["seed"])
+    n_train, n_val = int(params["n_train"]), int(params.get("n_val", 0))
+    i_train = balanced_subset(ds.train_y, n_train, seed)
+    i_val = balanced_subset(ds.train_y, n_val, seed + 1, exclude=i_train) if n_val else np.array([], int)
+    size = int(params["image_size"])
+    out = {"x_train": preprocess(ds.train_x[i_train], size), "y_train": ds.train_y[i_train],
+           "x_val": preprocess(ds.train_x[i_val], size), "y_val": ds.train_y[i_val],
+           "archive": str(path), "archive_sha256": sha256_file(path),
+           "n_available": {"train": int(ds.train_y.size), "test": int(ds.test_y.size)}}
+    if need_test:
+        n_test = int(params["n_test"])
+        i_test = balanced_subset(ds.test_y, n_test, seed + 2) if n_test < ds.test_y.size else np.arange(ds.test_y.size)
+        out.update(x_test=preprocess(ds.test_x[i_test], size), y_test=ds.test_y[i_test])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Compute
+
+def _kernels(kfn, x1, x2, params: Mapping[str, Any], desc: str) -> dict[str, np.ndarray]:
+    return compute_kernel_blocks(kfn, x1, x2, block_size=int(params["block_size"]), cache_dir=params["cache_dir"],
+                                 get=KERNELS, dtype=str(params.get("dtype", "float32")), desc=desc)
+
+
+def paired_difference(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int, seed: int) -> Interval:
+    """Bootstrap CI of :math:`\\mathrm{acc}_a - \\mathrm{acc}_b` resampling the shared test points."""
+    return bootstrap_ci(np.asarray(correct_a, float) - np.asarray(correct_b, float), np.mean, n_boot=n_boot, seed=seed)
+
+
+def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Compute rule ``H4_hron2020_cifar10_kernels``: depth/regulariser selection on validation,
+    final test accuracies with CIs, and paired accuracy differences for the paper's orderings."""
+    seed, n_boot = int(params["seed"]), int(params["n_boot"])
+    d = load_splits(params, ctx)
+    xt, xv, xs = d["x_train"], d["x_val"], d["x_test"]
+    yt, yv, ys = d["y_train"], d["y_val"], d["y_test"]
+    arch = dict(params["arch"])
+    families = list(params["families"])
+    depths = [int(v) for v in params["depths"]]
+    grid = [float(v) for v in params["diag_reg_grid"]]
+    nb = int(params.get("nt_batch_size", 0))
+    base = canonical_hash(describe(arch=arch, image_size=int(params["image_size"])))[:12]
+
+    # 1. selection on the validation split
+    sweep = []
+    for fam in families:
+        for depth in depths:
+            kfn = jitted_kernel_fn(fam, depth, arch, nb)
+            tag = f"{fam}-d{depth}"
+            k_tt = _kernels(kfn, xt, None, params, f"H4 {tag} train [{base}]")
+            k_vt = _kernels(kfn, xv, xt, params, f"H4 {tag} val [{base}]")
+            for g in KERNELS:
+                best, scores = select_diag_reg(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), one_hot(yv, N_CLASSES), grid)
+                val_acc = max(s["accuracy"] for s in scores)
+                sweep.append({"family": fam, "depth": depth, "kernel": g, "diag_reg": best, "val_accuracy": val_acc,
+                              "scores": scores})
+                log.info("H4 %s %s: val acc %.3f (diag_reg %g)", tag, g, val_acc, best)
+
+    # 2. final: refit on train+val with the selected depth and regulariser, evaluate on test
+    final_override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
+    x_full = np.concatenate([xt, xv])
+    y_full = one_hot(np.concatenate([yt, yv]), N_CLASSES)
+    final, correct = [], {}
+    for fam in families:
+        for g in KERNELS:
+            rows = [r for r in sweep if r["family"] == fam and r["kernel"] == g]
+            sel = min(rows, key=lambda r: (-r["val_accuracy"], r["depth"]))  # ties -> shallower
+            depth = final_override.get(fam, sel["depth"])
+            kfn = jitted_kernel_fn(fam, depth, arch, nb)
+            tag = f"{fam}-d{depth}"
+            k_tt = _kernels(kfn, xt, None, params, f"H4 {tag} train [{base}]")[g]
+            k_vt = _kernels(kfn, xv, xt, params, f"H4 {tag} val [{base}]")[g]
+            k_vv = _kernels(kfn, xv, None, params, f"H4 {tag} valval [{base}]")[g]
+            k_full = np.block([[k_tt, k_vt.T], [k_vt, k_vv]])
+            k_st = np.concatenate([_kernels(kfn, xs, xt, params, f"H4 {tag} test [{base}]")[g],
+                                   _kernels(kfn, xs, xv, params, f"H4 {tag} testval [{base}]")[g]], axis=1)
+            pred, jitter = kernel_regression(k_full, k_st, y_full, sel["diag_reg"], return_jitter=True)
+            ok = (predicted_classes(pred) == ys).astype(np.int8)
+            correct[f"{fam}_{g}"] = ok
+            acc = bootstrap_ci(ok.astype(float), np.mean, n_boot=n_boot, seed=seed)
+            final.append({"family": fam, "kernel": g, "depth": depth, "selected_depth": sel["depth"],
+                          "diag_reg": sel["diag_reg"], "val_accuracy": sel["val_accuracy"],
+                          "test_accuracy": acc.as_dict(), "jitter": jitter})
+            log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
+
+    # 3. paired differences for the paper's orderings
+    def val_of(fam: str, g: str) -> float:
+        return next(r["val_accuracy"] for r in final if r["family"] == fam and r["kernel"] == g)
+
+    comparisons = []
+    for g in KERNELS:
+        att = [f for f in ATTENTION_FAMILIES if f in families]
+        best_att = max(att, key=lambda f: (val_of(f, g), -ATTENTION_FAMILIES.index(f))) if att else None
+        pairs = [("struct", "vanilla"), ("residual", "vanilla")]
+        if best_att:
+            pairs += [(best_att, "gap"), (best_att, "lap")]
+        for k, (a, b) in enumerate(pairs):
+            if a in families and b in families:
+                diff = paired_difference(correct[f"{a}_{g}"], correct[f"{b}_{g}"], n_boot, seed + 1 + k)
+                comparisons.append({"kernel": g, "a": a, "b": b, "a_is_best_attention_on_val": a == best_att,
+                                    "difference": diff.as_dict()})
+    if ctx.outputs.get("predictions"):
+        write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": ys},
+                  provenance=ctx.provenance())
+    return {"claim": "H4", "image_size": int(params["image_size"]), "n_train": int(xt.shape[0]),
+            "n_val": int(xv.shape[0]), "n_test": int(xs.shape[0]), "families": families, "depths": depths,
+            "arch": arch, "archive": Path(d["archive"]).name, "archive_sha256": d["archive_sha256"],
+            "n_available": d["n_available"], "sweep": sweep, "final": final, "comparisons": comparisons}
+
+
+# --------------------------------------------------------------------------------------------
+# Criterion
+
+_H4 = ClaimSpec(
+    id="H4",
+    paper="hron2020",
+    statement=("CIFAR-10 with NNGP/NTK regression: Struct and Residual attention kernels significantly beat "
+               "Vanilla; attention beats GAP clearly and LAP moderately; best at small preceding depth except "
+               "Flatten."),
+    criterion=(
+        "For each kernel (NNGP, NTK) and each ordering A > B among (Struct > Vanilla), (Residual > Vanilla), "
+        "(attention > GAP), (attention > LAP) -- 'attention' = the attention family with the best validation "
+        "accuracy -- take the 95% paired-bootstrap CI of test accuracy(A) - accuracy(B) on the same test points: "
+        "the ordering holds if the CI lies wholly above 0, is refuted if wholly below 0, else undecided. "
+        "Depth ordering: among the non-Flatten families, the fraction (over families and kernels) whose "
+        "validation-selected depth is one of the two smallest swept depths; holds if >= 2/3, refuted if "
+        "<= 1/3, undecided otherwise or when fewer than 3 depths were swept. "
+        "Reproduced iff every ordering holds; not reproduced iff any ordering is refuted; else inconclusive."),
+)
+
+
+def _status(iv: Interval) -> str:
+    return "holds" if iv.above(0.0) else ("refuted" if iv.below(0.0) else "undecided")
+
+
+@register(_H4)
+def evaluate_h4(results: Results, scale: str) -> Evaluation:
+    """Apply the pre-registered H4 criterion to ``H4_cifar10_kernels`` results."""
+    r = results["H4_cifar10_kernels"]
+    measured: dict[str, Any] = {}
+    statuses = []
+    for c in r["comparisons"]:
+        iv = Interval.from_dict(c["difference"])
+        label = c["a"] if not c["a_is_best_attention_on_val"] or c["b"] == "vanilla" else f"attention({c['a']})"
+        key = f"{c['kernel']}: acc[{label}] - acc[{c['b']}]"
+        measured[key] = iv
+        statuses.append(_status(iv))
+    depths = sorted(r["depths"])
+    small = set(depths[:2])
+    non_flat = [f for f in r["final"] if f["family"] != "flatten"]
+    frac = float(np.mean([f["selected_depth"] in small for f in non_flat])) if non_flat else float("nan")
+    if len(depths) < 3 or not non_flat:
+        depth_status = "undecided"
+    else:
+        depth_status = "holds" if frac >= 2 / 3 else ("refuted" if frac <= 1 / 3 else "undecided")
+    statuses.append(depth_status)
+    measured["fraction of non-Flatten selections at the two smallest depths"] = frac
+    for f in r["final"]:
+        measured[f"test acc {f['kernel']} {f['family']} (depth {f['depth']})"] = Interval.from_dict(f["test_accuracy"])
+    verdict = decide(reproduced=all(s == "holds" for s in statuses), refuted="refuted" in statuses)
+    n_hold, n_ref = statuses.count("holds"), statuses.count("refuted")
+    reason = (f"{n_hold} of {len(statuses)} orderings hold, {n_ref} refuted, "
+              f"{len(statuses) - n_hold - n_ref} undecided (depth ordering: {depth_status}, fraction {frac:.2f} "
+              f"over depths {depths}); n_train+val={r['n_train'] + r['n_val']}, n_test={r['n_test']}, "
+              f"{r['image_size']}x{r['image_size']} images.")
+    subs = []
+    if scale != "paper":
+        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
+                    f"45K/5K and 50K/10K")
+        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
+        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
+    if "subset" in r["archive"]:
+        subs.append("offline CIFAR-10 subset (decoded from a JPEG copy; pixels differ slightly from the official binary)")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
+                      data=[f"CIFAR-10 python archive {r['archive']} (sha256 {r['archive_sha256']})"])
+
