@@ -145,7 +145,8 @@ def test_h2_chain_on_slurm_equals_local(slurm_cluster, tmp_path):
         capture_output=True, text=True, env=env, timeout=30, check=True,
     )  # fmt: skip
     jobs = [line.split("|") for line in q.stdout.split("\n") if line.startswith("rule_")]
-    by_rule = {j[0].removeprefix("rule_"): j for j in jobs}
+    # The plugin's job comment is rule_<rule>[_wildcards_<values>].
+    by_rule = {j[0].removeprefix("rule_").split("_wildcards_")[0]: j for j in jobs}
     assert set(by_rule) == RULES, f"SLURM jobs seen: {q.stdout}"
     for rule, (_, state, mem, limit, name) in by_rule.items():
         assert state == "COMPLETED", f"{rule}: {state}"
