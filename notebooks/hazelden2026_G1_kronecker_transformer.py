@@ -1,0 +1,53 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: ntkrepro (.venv)
+#     language: python
+#     name: ntkrepro
+# ---
+
+# %% [markdown]
+# # G1 (Hazelden et al. 2026): Kronecker core, forward pass vs autodiff, self-attention transformer
+# Plotting only: numbers from `results/hazelden2026/G1_kronecker_transformer.json`, computed by rule
+# `G1_hazelden2026_kronecker_transformer` (`ntkrepro.hazelden2026.transformer.run_g1`).
+
+# %% tags=["parameters"]
+results = ["results/hazelden2026/G1_kronecker_transformer.json"]
+png = "results/figures/hazelden2026_G1_kronecker_transformer.png"
+pdf = "results/figures/hazelden2026_G1_kronecker_transformer.pdf"
+scale = "default"
+
+# %%
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ntkrepro.hazelden2026.claims import TOL, evaluate_g1
+from ntkrepro.io import read_json
+from ntkrepro.plotting import save_figure, set_theme
+
+set_theme()
+res = read_json(results[0])
+ev = evaluate_g1({Path(results[0]).stem: res}, scale)
+FLOOR = 1e-18
+
+# %%
+sites = [s["site"] for s in res["dtypes"]["float64"]["sites"]]
+x = np.arange(len(sites))
+fig, ax = plt.subplots(figsize=(10, 3.8))
+for k, (dname, marker) in enumerate([("float64", "o"), ("float32", "s")]):
+    err = np.array([s["rel_error"] for s in res["dtypes"][dname]["sites"]])
+    ax.scatter(x + (k - 0.5) * 0.2, np.maximum(err, FLOOR), marker=marker, color=f"C{k}", zorder=3,
+               label=f"{dname} (max {err.max():.1e})")
+    ax.axhline(TOL[dname], color=f"C{k}", ls="--", lw=1, label=f"{dname} tolerance {TOL[dname]:.0e}")
+ax.set(yscale="log", ylim=(FLOOR / 3, 1e-3), ylabel="rel. error  ||K_fwd - K_autodiff||_F / ||K_autodiff||_F")
+ax.set_xticks(x, sites, rotation=60, ha="right", fontsize=7)
+ax.legend(fontsize=7, ncol=2, loc="upper left")
+p = res["params"]
+ax.set_title(f"G1: {res['n_sites']} weight sites, {res['rows_per_site']} (sample, time) rows x {p['n_units']} "
+             f"output units per site -- verdict: {ev.verdict.value}")
+fig.tight_layout()
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
