@@ -13,19 +13,16 @@ H6_PARAMS = {
 }
 
 
-def h6_data_inputs(wildcards=None):
-    """The local IMDb archive (and GloVe file), when configured, so edits to them rerun H6."""
-    out = [H6_IMDB["archive"]] if H6_IMDB.get("archive") else []
-    glove = config["data"].get("glove", {})
-    if glove.get("source") == "zip" and glove.get("path"):
-        out.append(glove["path"])
-    return out
+# the local IMDb archive (and GloVe file), when configured, so that replacing them reruns H6
+H6_DATA = ([H6_IMDB["archive"]] if H6_IMDB.get("archive") else []) + (
+    [H6_PARAMS["glove"]["path"]] if H6_PARAMS["glove"].get("source") == "zip" and H6_PARAMS["glove"].get("path") else []
+)
 
 
 rule H6_hron2020_imdb:
     """IMDb + GloVe NNGP/NTK regression for GAP-only, GAP-FCN, CNN-GAP, Struct (ntkrepro.hron2020.imdb.run_h6)."""
     input:
-        h6_data_inputs,
+        H6_DATA,
     output:
         results=f"{R}/hron2020/H6_imdb.json",
     log:
@@ -58,7 +55,7 @@ register_claim("H6", "hron2020", [rules.H6_hron2020_imdb.output.results], ["hron
 rule H6_hron2020_imdb_kernel_throughput:
     """Struct (1 attention layer) kernel pairs/s at the paper's length 500 on real reviews."""
     input:
-        h6_data_inputs,
+        H6_DATA,
     output:
         results=f"{R}/benchmarks/hron2020_imdb_kernel_throughput.json",
     log:
