@@ -211,10 +211,14 @@ def compare_sites(model: nn.Module, forward: Callable[[nn.Module], object], site
         bias = include_bias and mod.bias is not None
         k_fwd = forward_core(v, r, u, include_bias=bias)
         k_ad = autodiff_core(y, mod, r, u, include_bias=bias, chunk=chunk)
-        out[name] = {"rel_error": relative_error(k_fwd, k_ad), "n_rows": int(len(r)), "n_units": len(u),
+        # negative control: the same core built from row-permuted site variables (must NOT match)
+        perm = torch.randperm(len(r), generator=torch.Generator().manual_seed(0))
+        k_ctl = forward_core(v[r][perm], torch.arange(len(r)), u, include_bias=bias)
+        out[name] = {"rel_error": relative_error(k_fwd, k_ad), "control_rel_error": relative_error(k_ctl, k_ad),
+                     "n_rows": int(len(r)), "n_units": len(u),
                      "n_in": int(mod.in_features), "n_out": int(n_out), "bias": bool(bias),
                      "core_norm": float(torch.linalg.norm(k_ad))}
-        del k_fwd, k_ad, y
+        del k_fwd, k_ad, k_ctl, y
         rec_ad[name].outputs.clear()
     return out
 

@@ -166,7 +166,7 @@ def train_gd(model: str, p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.T
         h = hidden_states(model, q, x)
         out = h @ q["C"].T + q["c"]
         loss = ((out - y) ** 2).mean()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if len(losses) > steps:
             break
         grads = torch.autograd.grad(loss, list(q.values()))

@@ -1,0 +1,194 @@
+"""Math of the Kronecker core, the GeNTK operators and effective ranks (Hazelden et al. 2026)."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ntkrepro.hazelden2026 import kronecker as kr
+from ntkrepro.hazelden2026 import rnn, transformer
+
+
+class Ctx:
+    scale = "test"
+
+    def progress(self, it, desc, total=None):
+        return it
+
+    def use_data(self, path):
+        return path
+
+
+def _linear(n_in=5, n_out=4, seed=0):
+    torch.manual_seed(seed)
+    return nn.Linear(n_in, n_out).double()
+
+
+def test_core_of_linear_matches_jacrev_and_analytic():
+    """([V,1][V,1]^T) (x) I equals J J^T with J from torch.func.jacrev of the functional layer."""
+    lin = _linear()
+    v = torch.randn(7, 5, dtype=torch.float64)
+    rows, units = torch.arange(7), list(range(4))
+    k_fwd = kr.forward_core(v, rows, units, include_bias=True)
+
+    def f(w, b):
+        return torch.func.functional_call(lin, {"weight": w, "bias": b}, (v,))
+
+    jw, jb = torch.func.jacrev(f, argnums=(0, 1))(lin.weight, lin.bias)
+    j = torch.cat([jw.reshape(28, -1), jb.reshape(28, -1)], 1)
+    assert torch.allclose(k_fwd, j @ j.T, rtol=0, atol=1e-12)
+    # analytic entry: (v_a . v_b + 1) delta_ij
+    assert k_fwd[1 * 4 + 2, 3 * 4 + 2] == pytest.approx(float(v[1] @ v[3] + 1))
+    assert k_fwd[1 * 4 + 2, 3 * 4 + 1] == 0
+
+
+def test_compare_sites_detects_wrong_core():
+    """The comparison is not vacuous: the row-permuted control core is far from the autodiff core."""
+    lin = _linear()
+    x = torch.randn(3, 6, 5, dtype=torch.float64)
+    res = kr.compare_sites(lin, lambda m: m(x), {"lin": lin}, units=3)
+    assert res["lin"]["rel_error"] < 1e-12
+    assert res["lin"]["control_rel_error"] > 1e-2
+    k_ad = None
+    with torch.enable_grad(), kr.record_sites({"lin": lin}, detach_inputs=True, keep_outputs=True) as rec:
+        lin(x)
+    k_ad = kr.autodiff_core(rec["lin"].y, lin, torch.arange(18), [0, 1, 2], include_bias=True)
+    wrong = kr.forward_core(rec["lin"].v * 1.001, torch.arange(18), [0, 1, 2], include_bias=True)
+    assert kr.relative_error(wrong, k_ad) > 1e-4
+
+
+def test_detach_gives_partial_derivative_for_reused_weight():
+    """A weight used recurrently: detached inputs give the Kronecker core; the total derivative does not."""
+    lin = _linear(4, 4)
+    x0 = torch.randn(2, 4, dtype=torch.float64)
+
+    def forward(m):
+        h = x0
+        for _ in range(3):
+            h = torch.tanh(m(h))
+        return h
+
+    res = kr.compare_sites(lin, forward, {"lin": lin}, include_bias=True)
+    assert res["lin"]["rel_error"] < 1e-12
+    # total derivative through the recurrence (inputs not detached) is a different operator
+    with torch.enable_grad(), kr.record_sites({"lin": lin}, keep_outputs=True) as rec:
+        forward(lin)
+    k_total = kr.autodiff_core(rec["lin"].y, lin, torch.arange(6), list(range(4)), include_bias=True)
+    k_fwd = kr.forward_core(rec["lin"].v, torch.arange(6), list(range(4)), include_bias=True)
+    assert kr.relative_error(k_fwd, k_total) > 1e-3
+
+
+def test_record_sites_rejects_non_linear():
+    with pytest.raises(TypeError):
+        with kr.record_sites({"c": nn.Conv1d(1, 1, 1)}):
+            pass
+    with pytest.raises(ValueError):
+        kr.linear_sites(nn.Sequential(nn.ReLU()))
+
+
+def test_transformer_all_sites_fp64_and_fp32():
+    p = dict(d_in=6, d_model=8, n_heads=2, d_mlp=16, n_layers=2, seq_len=7, batch=2, n_units=3, seed=1)
+    res = transformer.run_g1(p, Ctx())
+    kinds = {s["kind"] for s in res["dtypes"]["float64"]["sites"]}
+    assert kinds == {"embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"}
+    assert res["dtypes"]["float64"]["max_rel_error"] <= 1e-12
+    assert res["dtypes"]["float32"]["max_rel_error"] <= 1e-5
+    assert min(s["control_rel_error"] for s in res["dtypes"]["float64"]["sites"]) > 1e-3
+    assert res["dtypes"] == transformer.run_g1(p, Ctx())["dtypes"]  # deterministic
+
+
+def test_gentk_from_cores_equals_autodiff():
+    """P K P* assembled from forward-pass cores equals J J^T over all parameters (fp64)."""
+    p = dict(d_in=5, d_model=8, n_heads=1, d_mlp=12, n_layers=2, d_out=2)
+    model = transformer.build(p, torch.float64, 0)
+    x = torch.randn(2, 6, 5, dtype=torch.float64)
+    th = transformer.gentk_outputs(model, x)
+    ref = transformer.gentk_outputs_autodiff(model, x)
+    assert th.shape == (24, 24)
+    assert torch.linalg.norm(th - ref) / torch.linalg.norm(ref) < 1e-12
+
+
+def test_effective_rank_analytic():
+    assert kr.effective_rank(np.ones(7)) == pytest.approx(7)
+    assert kr.effective_rank(np.array([3.0, 0, 0])) == pytest.approx(1)
+    assert kr.effective_rank(np.array([1.0, 1.0, -1e-15])) == pytest.approx(2)
+    with pytest.raises(ValueError):
+        kr.effective_rank(np.zeros(3))
+
+
+def test_partial_traces_against_loops():
+    rng = np.random.default_rng(0)
+    s, t, h = 2, 3, 4
+    a = rng.standard_normal((s * t * h, 5))
+    th = a @ a.T
+    sp, tm = kr.partial_traces(th, s, t, h)
+    T6 = th.reshape(s, t, h, s, t, h)
+    sp_ref = sum(T6[i, j, :, i, j, :] for i in range(s) for j in range(t))
+    tm_ref = sum(T6[i, :, k, i, :, k] for i in range(s) for k in range(h))
+    assert np.allclose(sp, sp_ref) and np.allclose(tm, tm_ref)
+
+
+def test_rnn_operators_match_autodiff_and_kernel_is_dF_dF():
+    """Theta_h = D P K P* D equals J J^T; K equals D_theta F D_theta F^* at fixed z (fp64)."""
+    p = rnn.init_params("rnn", 3, 5, 3, 1.3, 0)
+    rng = np.random.default_rng(1)
+    x, _ = rnn.flip_flop(2, 6, 3, 0.3, rng)
+    x = torch.from_numpy(x)
+    ops = rnn.rnn_gentk_operators(p, x)
+    j = rnn.gentk_autodiff("rnn", p, x)
+    ref = j @ j.T
+    assert torch.linalg.norm(ops["theta_h"] - ref) / torch.linalg.norm(ref) < 1e-12
+    # K by autodiff of the constraint F(z, theta)_t = z_t - W tanh(z_{t-1}) - U x_t - b at fixed z
+    _, z = rnn.hidden_states("rnn", p, x, return_z=True)
+    zprev = torch.cat([torch.zeros(2, 1, 5, dtype=torch.float64), z[:, :-1]], 1)
+
+    def F(w, u, b):
+        return (z - torch.tanh(zprev) @ w.T - x @ u.T - b).reshape(-1)
+
+    jw, ju, jb = torch.func.jacrev(F, argnums=(0, 1, 2))(p["W"], p["U"], p["b"])
+    jf = torch.cat([jw.reshape(60, -1), ju.reshape(60, -1), jb.reshape(60, -1)], 1)
+    assert torch.allclose(ops["K"], jf @ jf.T, atol=1e-12)
+
+
+def test_gru_gentk_is_psd_and_rank_bounded():
+    p = rnn.init_params("gru", 2, 4, 2, 1.0, 0)
+    x, _ = rnn.flip_flop(2, 5, 2, 0.4, np.random.default_rng(0))
+    j = rnn.gentk_autodiff("gru", p, torch.from_numpy(x))
+    assert j.shape == (2 * 5 * 4, 3 * (16 + 8 + 8))
+    spec = rnn.spectra(j, 2, 5, 4)
+    assert 1 <= spec["er_space"] <= 4 and 1 <= spec["er_time"] <= 5
+
+
+def test_flip_flop_targets():
+    rng = np.random.default_rng(3)
+    x, y = rnn.flip_flop(4, 30, 2, 0.2, rng)
+    for s in range(4):
+        for c in range(2):
+            last = 0.0
+            for t in range(30):
+                if x[s, t, c] != 0:
+                    last = x[s, t, c]
+                assert y[s, t, c] == last
+    with pytest.raises(ValueError):
+        rnn.flip_flop(1, 5, 1, 1.5, rng)
+
+
+def test_g3_runs_and_is_deterministic():
+    p = dict(models=["rnn", "gru"], gains=[0.5, 1.5], hidden=6, seq_len=8, n_bits=2, p_pulse=0.2,
+             kernel_samples=2, train_samples=8, steps=5, lr=0.1, seed=0)
+    a, b = rnn.run_g3(p, Ctx()), rnn.run_g3(p, Ctx())
+    assert a == b
+    assert a["rnn_operator_vs_autodiff_max_rel_error"] < 1e-12
+    assert all(len(u["loss"]) == 6 for u in a["runs"])
+
+
+def test_g4_low_dim_inputs_and_run():
+    x = transformer.low_dim_inputs(2, 20, 6, np.random.default_rng(0))
+    assert np.linalg.matrix_rank(x) == 2
+    with pytest.raises(ValueError):
+        transformer.low_dim_inputs(7, 20, 6, np.random.default_rng(0))
+    p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=8, n_layers=1, seq_len=10, batch=1, d_out=1,
+             input_dims=[1, 3, 6], n_seeds=1, seed=0)
+    res = transformer.run_g4(p, Ctx())
+    assert res["core_vs_autodiff_rel_error"] < 1e-12
+    assert [r["k"] for r in res["rows"]] == [1, 3, 6]
