@@ -234,7 +234,7 @@ def evaluate_f5(results, scale: str) -> Evaluation:
     "Finite blocks trained at several widths and seeds on a synthetic sequence task. (i) relative NTK "
     "change ||Theta_T - Theta_0||_F/||Theta_0||_F on a probe set: log-log slope of the seed median vs "
     "width, 95% bootstrap CI over seeds, must lie below 0; (ii) Spearman correlation over all runs "
-    "between the effective rank of Theta_0 (train set) and the final test loss, 95% bootstrap CI over "
+    "between the effective rank of Theta_0 (on the probe subset of the training set) and the final test loss, 95% bootstrap CI over "
     "runs, must lie below 0. Reproduced iff both hold; not reproduced iff either CI lies entirely on "
     "the wrong side of 0; otherwise inconclusive.",
 ))

@@ -42,11 +42,11 @@ def run_f2(params: dict, ctx) -> dict:
     dev = []
     for w in ctx.progress(widths, desc="F2 widths"):
         spec = block_spec(p, w)
-        ntk_fn = jax.jit(models.empirical_ntk_fn(spec))
+        ntk_fn = models.fast_ntk_fn(spec)
         row = []
         for s in range(p["n_seeds"]):
             params_w = models.init_params(spec, jax.random.fold_in(jax.random.fold_in(key, w), s), x)
-            row.append(relative_frobenius(np.asarray(ntk_fn(x, None, params_w), np.float64), theta_inf))
+            row.append(relative_frobenius(np.asarray(ntk_fn(params_w, x), np.float64), theta_inf))
         dev.append(row)
     table = {str(w): float(np.median(r)) for w, r in zip(widths, dev) if w in TABLE_WIDTHS}
     return {"widths": widths, "rel_deviation": dev, "table_median": table,

@@ -133,11 +133,11 @@ def run_f1(params: dict, ctx) -> dict:
     key = jax.random.PRNGKey(p["seed"])
     for w in ctx.progress(widths, desc="F1 widths"):
         spec = linear_attention_spec(w, w // p["d_head"])
-        ntk_fn = jax.jit(models.empirical_ntk_fn(spec))
+        ntk_fn = models.fast_ntk_fn(spec)
         errs, acc = [], np.zeros_like(closed)
         for s in range(p["n_seeds"]):
             params_w = models.init_params(spec, jax.random.fold_in(jax.random.fold_in(key, w), s), x32)
-            k = np.asarray(ntk_fn(x32, None, params_w), np.float64)
+            k = np.asarray(ntk_fn(params_w, x32), np.float64)
             acc += k
             errs.append(relative_frobenius(k, closed))
         errors.append(errs)

@@ -1,0 +1,61 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: ntkrepro (.venv)
+#     language: python
+#     name: ntkrepro
+# ---
+
+# %% [markdown]
+# # F3 (seed 000, Sec. 4.2): NTK eigenstructure over positions, with/without sinusoidal encodings
+# Plotting only: numbers from `results/framework/F3_positions.json` (`ntkrepro.framework.positions.run_f3`);
+# the verdict (bootstrap over sequences) is in the ledger entry.
+
+# %% tags=["parameters"]
+results = ["results/framework/F3_positions.json"]
+png = "results/figures/framework_F3_positions.png"
+pdf = "results/figures/framework_F3_positions.pdf"
+scale = "default"
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ntkrepro.io import read_json
+from ntkrepro.plotting import save_figure, set_theme
+
+set_theme()
+res = read_json(results[0])
+V = res["variants"]
+names = {"pe": "attention + sinusoidal PE", "no_pe": "attention, no PE", "no_attention_pe": "no attention, PE"}
+
+# %%
+fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
+for ax, (k, label) in zip(axes[0], names.items()):
+    m = np.array(V[k]["mean_kernel"])
+    im = ax.imshow(m, cmap="viridis")
+    ax.set(title=f"{label}\nmean position kernel", xlabel="position t", ylabel="position s")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+ax = axes[1, 0]
+for k, label in names.items():
+    ev = np.array(V[k]["eigenvalues"])
+    ax.plot(np.arange(1, ev.size + 1), ev / ev.sum(), "o-", ms=3, label=f"{label} (eff. rank {V[k]['effective_rank']:.1f})")
+ax.set(yscale="log", xlabel="eigenvalue index", ylabel="lambda / sum lambda", title="spectra of mean kernels")
+ax.legend(fontsize=7)
+ax = axes[1, 1]
+for k, label in names.items():
+    ax.plot(np.arange(1, len(V[k]["eigvec_centroid"]) + 1), V[k]["eigvec_centroid"], "o-", ms=3, label=label)
+ax.set(xlabel="eigenvalue index", ylabel="spectral centroid (cycles / sequence)", title="frequency of eigenvectors")
+ax.legend(fontsize=7)
+ax = axes[1, 2]
+for k, label in names.items():
+    prof = np.array(V[k]["distance_profile"])
+    ax.plot(np.arange(1, prof.size + 1), prof, "o-", ms=3, label=label)
+ax.set(xlabel="distance |s - t|", ylabel="mean K_st / mean K_ss", title="positional profile")
+ax.legend(fontsize=7)
+fig.suptitle("F3: infinite-width NTK over positions (Gaussian-token sequences)")
+fig.tight_layout()
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
+            substitutes=None if scale == "paper" else [f"{res['params']['n_seq']} sequences of length {res['params']['seq_len']}"])
