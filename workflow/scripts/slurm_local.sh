@@ -84,7 +84,9 @@ write_conf() {
     cpus=$(nproc)
     # Advertise 90% of RAM so rules' mem_mb requests (sbatch --mem) fit.
     mem=$(awk '/MemTotal/ {printf "%d", $2 / 1024 * 0.9}' /proc/meminfo)
-    ctl_port=$(free_port) && d_port=$(free_port) || { log "no free port"; return 1; }
+    ctl_port=$(free_port) || { log "no free port"; return 1; }
+    d_port=$(free_port) || { log "no free port"; return 1; }
+    while ((d_port == ctl_port)); do d_port=$(free_port) || return 1; done
     mkdir -p "$DIR"/{state,spool,log,run,munge}
     chmod 700 "$DIR/munge"
     if [[ ! -s $DIR/munge/munge.key ]]; then
@@ -235,8 +237,8 @@ stop() {
     if live_pid "$DIR/run/slurmctld.pid" slurmctld >/dev/null; then
         # Cancel this cluster's jobs so their job steps end before slurmd goes away.
         SLURM_CONF=$CONF timeout 10 scancel -u "$(id -un)" 2>/dev/null
-        local i
-        for i in $(seq 1 25); do
+        local _
+        for _ in $(seq 1 25); do
             [[ -z $(SLURM_CONF=$CONF timeout 5 squeue -h -t R,CG,PD 2>/dev/null) ]] && break
             sleep 0.4
         done
