@@ -36,7 +36,7 @@ def _interval(d: Mapping[str, Any]) -> Interval:
                     str(d.get("method", "")))
 
 
-def _substitutes(claim: str, params: Mapping[str, Any], scale: str) -> list[str]:
+def substitutes_for(claim: str, params: Mapping[str, Any], scale: str) -> list[str]:
     out = []
     ref = PAPER_SIZES[claim]
     for k, v in ref.items():
@@ -83,7 +83,7 @@ def evaluate_a1(results: Results, scale: str) -> Evaluation:
     reason = "; ".join(f"{n}: slope {measured['slope_' + n].value:.3f} [{measured['slope_' + n].low:.3f}, "
                        f"{measured['slope_' + n].high:.3f}] -> {'refuted' if f else 'consistent' if c else 'undecided'}"
                        for n, c, f in zip(names, consistent, refuted))
-    return Evaluation(measured, verdict, reason, substitutes=_substitutes("A1", r["params"], scale) + [TEACHER_NOTE])
+    return Evaluation(measured, verdict, reason, substitutes=substitutes_for("A1", r["params"], scale) + [TEACHER_NOTE])
 
 
 # ------------------------------------------------------------------------------------------ A2
@@ -115,7 +115,7 @@ def evaluate_a2(results: Results, scale: str) -> Evaluation:
     reason = (f"m*(n) = {[round(v, 1) for v in r['m_star']]} at n = {r['n_values']}; exponent p = {p.value:.3f} "
               f"[{p.low:.3f}, {p.high:.3f}]; RSS log {fits['rss_log']:.3g} vs power {fits['rss_pow']:.3g}"
               + ("" if valid else "; too few valid bootstrap resamples"))
-    subs = _substitutes("A2", r["params"], scale) + [TEACHER_NOTE,
+    subs = substitutes_for("A2", r["params"], scale) + [TEACHER_NOTE,
                                                      "metric: approximation error (no training) for the n sweep"]
     return Evaluation(measured, verdict, reason, substitutes=subs)
 
@@ -141,7 +141,7 @@ def evaluate_a3(results: Results, scale: str) -> Evaluation:
     measured = {"slope_train_loss_vs_T": s, "T_values": r["T_values"], "m": r["m"], "n": r["n"],
                 "median_train_loss": r["metrics"]["train_loss"]["median"]}
     reason = f"slope {s.value:.3f} [{s.low:.3f}, {s.high:.3f}] over T = {r['T_values']}"
-    subs = _substitutes("A3", r["params"], scale) + [TEACHER_NOTE, "the teacher is redrawn for each T"]
+    subs = substitutes_for("A3", r["params"], scale) + [TEACHER_NOTE, "the teacher is redrawn for each T"]
     return Evaluation(measured, decide(reproduced=reproduced, refuted=refuted), reason, substitutes=subs)
 
 
@@ -180,7 +180,7 @@ def evaluate_a4(results: Results, scale: str) -> Evaluation:
     reason = (f"transformer Delta {d_tf.value:.3f} [{d_tf.low:.3f}, {d_tf.high:.3f}], IndRNN Delta {d_rnn.value:.3f} "
               f"[{d_rnn.low:.3f}, {d_rnn.high:.3f}], IndRNN grad-norm slope {g_rnn.value:.3f} "
               f"[{g_rnn.low:.3f}, {g_rnn.high:.3f}]")
-    subs = _substitutes("A4", r["params"], scale) + [
+    subs = substitutes_for("A4", r["params"], scale) + [
         "IndRNN init (W_in ~ N(0,1), c Rademacher) and the noise std 0.1 read from the setting"]
     return Evaluation(measured, decide(reproduced=reproduced, refuted=refuted), reason, substitutes=subs)
 
@@ -211,4 +211,4 @@ def evaluate_a5(results: Results, scale: str) -> Evaluation:
     reason = (f"attention share {cis[0].value:.3f} (m={r['widths'][0]}) .. {cis[-1].value:.3f} "
               f"(m={r['widths'][-1]}); slope {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}]")
     return Evaluation(measured, decide(reproduced=nonzero and stable, refuted=refuted), reason,
-                      substitutes=_substitutes("A5", r["params"], scale))
+                      substitutes=substitutes_for("A5", r["params"], scale))

@@ -1,0 +1,143 @@
+"""Arda et al. (2026) model: Lemma-1 gradients vs autodiff, NTK split vs full NTK, init, projection."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import enable_x64
+
+from ntkrepro.arda2026 import model
+from ntkrepro.arda2026.indrnn import indrnn_forward, init_indrnn
+from ntkrepro.arda2026.teacher import sample_inputs
+
+
+def _setup(m=6, d=3, T=5, n=4, dtype=jnp.float64, seed=0):
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
+    X = jax.random.normal(k1, (n, d, T), dtype)
+    p = model.init_params(k2, m, d, dtype)
+    # move away from the symmetric point so every term of the gradient is exercised
+    noise = jax.tree_util.tree_map(lambda a: 0.3 * jax.random.normal(k3, a.shape, dtype), p)
+    p = jax.tree_util.tree_map(lambda a, b: a + b, p, noise)
+    return p, X
+
+
+def test_symmetric_init_gives_zero_output_and_copies():
+    p = model.init_params(jax.random.PRNGKey(1), 8, 4)
+    X = sample_inputs(jax.random.PRNGKey(2), 10, 4, 6)
+    assert np.allclose(model.forward(p, X), 0.0, atol=1e-6)
+    assert np.array_equal(p.W[:4], p.W[4:]) and np.array_equal(p.c[:4], -p.c[4:])
+    assert set(np.unique(np.abs(p.c))) == {1.0}
+    with pytest.raises(ValueError):
+        model.init_params(jax.random.PRNGKey(0), 7, 4)
+
+
+def test_forward_matches_explicit_formula_and_loop():
+    with enable_x64():
+        p, X = _setup()
+        f = model.forward(p, X)
+        ref = []
+        for j in range(X.shape[0]):
+            Xj = np.asarray(X[j])
+            tot = 0.0
+            for i in range(p.c.shape[0]):
+                z = Xj.T @ np.asarray(p.W[i]) @ Xj[:, -1]
+                a = Xj @ (np.exp(z - z.max()) / np.exp(z - z.max()).sum())
+                tot += float(p.c[i]) * np.tanh(np.asarray(p.U[i]) @ a)
+            ref.append(tot / np.sqrt(p.c.shape[0]))
+        np.testing.assert_allclose(f, ref, rtol=1e-12)
+        np.testing.assert_allclose(model.forward_loop(p, X), f, rtol=1e-12)
+
+
+def test_lemma1_per_example_gradients_match_autodiff_fp64():
+    with enable_x64():
+        p, X = _setup()
+        analytic = model.per_example_grads(p, X)
+        auto = jax.jacrev(model.forward)(p, X)
+        for a, b in zip(analytic, auto):
+            np.testing.assert_allclose(a.reshape(b.shape) if a.ndim == b.ndim else a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_loss_gradient_matches_autodiff_fp64_and_fp32():
+    with enable_x64():
+        p, X = _setup()
+        y = jnp.linspace(-1, 1, X.shape[0])
+        loss, g = model.loss_and_grad(p, X, y)
+        l2, g2 = jax.value_and_grad(model.mse)(p, X, y)
+        assert abs(loss - l2) < 1e-14
+        for a, b in zip(g, g2):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    p32, X32 = _setup(dtype=jnp.float32)
+    y32 = jnp.linspace(-1, 1, X32.shape[0])
+    _, g = model.loss_and_grad(p32, X32, y32)
+    _, g2 = jax.value_and_grad(model.mse)(p32, X32, y32)
+    for a, b in zip(g, g2):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_ntk_parts_sum_to_full_empirical_ntk_fp64():
+    with enable_x64():
+        p, X = _setup(n=5)
+        X2 = X[:3] * 0.7
+        parts = model.ntk_parts(p, X, X2)
+        full = model.empirical_ntk(p, X, X2)
+        np.testing.assert_allclose(sum(parts.values()), full, rtol=1e-10, atol=1e-12)
+        # each part equals the NTK restricted to its parameter block
+        J = jax.jacrev(model.forward)(p, X)
+        J2 = jax.jacrev(model.forward)(p, X2)
+        for name, a, b in [("attention", J.W, J2.W), ("value", J.U, J2.U), ("output", J.c, J2.c)]:
+            ref = a.reshape(a.shape[0], -1) @ b.reshape(b.shape[0], -1).T
+            np.testing.assert_allclose(parts[name], ref, rtol=1e-10, atol=1e-12)
+        assert float(jnp.trace(model.ntk_parts(p, X)["attention"])) > 0
+
+
+def test_linear_term_matches_jvp():
+    with enable_x64():
+        p, X = _setup()
+        d = jax.tree_util.tree_map(lambda a: jnp.cos(jnp.arange(a.size, dtype=a.dtype)).reshape(a.shape), p)
+        _, jvp = jax.jvp(lambda q: model.forward(q, X), (p,), (d,))
+        np.testing.assert_allclose(model.linear_term(p, d, X), jvp, rtol=1e-10)
+
+
+def test_projection_per_head_balls():
+    p0 = model.init_params(jax.random.PRNGKey(0), 16, 3)
+    big = jax.tree_util.tree_map(lambda a: a + 5.0, p0)
+    rho = 2.0
+    q = model.project(big, p0, rho)
+    r = rho / 4.0
+    np.testing.assert_allclose(jnp.sqrt(jnp.sum((q.W - p0.W) ** 2, axis=(1, 2))), r, rtol=1e-5)
+    np.testing.assert_allclose(jnp.linalg.norm(q.U - p0.U, axis=1), r, rtol=1e-5)
+    np.testing.assert_allclose(jnp.abs(q.c - p0.c), r, rtol=1e-5)
+    small = jax.tree_util.tree_map(lambda a: a + 1e-3, p0)
+    for a, b in zip(model.project(small, p0, rho), small):
+        np.testing.assert_allclose(a, b)
+
+
+def test_projected_gd_decreases_loss_and_stays_in_ball():
+    X = sample_inputs(jax.random.PRNGKey(3), 64, 4, 6)
+    y = jnp.sin(3 * X[:, 0, -1])
+    p0 = model.init_params(jax.random.PRNGKey(4), 32, 4)
+    p, losses = model.train(p0, X, y, steps=50, lr=0.5, rho=1.0)
+    assert float(model.mse(p, X, y)) < float(losses[0])
+    r = 1.0 / np.sqrt(32)
+    assert float(jnp.max(jnp.abs(p.c - p0.c))) <= r + 1e-6
+    assert float(jnp.max(jnp.linalg.norm(p.U - p0.U, axis=1))) <= r + 1e-6
+    p2, _ = model.train(p0, X, y, steps=50, lr=0.5, rho=1.0)
+    np.testing.assert_array_equal(p.W, p2.W)  # deterministic on CPU
+
+
+def test_bad_inputs_raise():
+    p = model.init_params(jax.random.PRNGKey(0), 4, 3)
+    with pytest.raises(ValueError):
+        model.ntk_parts(p, jnp.zeros((2, 5, 4)))
+    with pytest.raises(ValueError):
+        model.per_example_grads(p, jnp.zeros((5, 4)))
+
+
+def test_indrnn_forward_matches_loop():
+    p = init_indrnn(jax.random.PRNGKey(0), 5, 3)
+    X = jax.random.normal(jax.random.PRNGKey(1), (4, 3, 7))
+    h = np.zeros((4, 5))
+    for t in range(7):
+        h = np.tanh(np.asarray(X[:, :, t]) @ np.asarray(p.W_in).T + np.asarray(p.u) * h)
+    np.testing.assert_allclose(indrnn_forward(p, X), h @ np.asarray(p.c) / np.sqrt(5), rtol=1e-5, atol=1e-6)
+    assert set(np.abs(np.asarray(p.u)).tolist()) == {1.5}
