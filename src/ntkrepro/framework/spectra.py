@@ -96,9 +96,8 @@ def spectral_centroid(vecs: np.ndarray) -> np.ndarray:
 def offdiag_fraction(k: np.ndarray) -> np.ndarray:
     r"""Coupling of positions: :math:`\lVert K - \mathrm{diag} K\rVert_F/\lVert K\rVert_F` per ``(..., S, S)`` matrix."""
     k = np.asarray(k, np.float64)
-    diag = np.einsum("...ii->...i", k)
-    off = np.linalg.norm(k, axis=(-2, -1)) ** 2 - (diag ** 2).sum(-1)
-    return np.sqrt(np.clip(off, 0, None)) / np.linalg.norm(k, axis=(-2, -1))
+    off = k * (1.0 - np.eye(k.shape[-1]))
+    return np.linalg.norm(off, axis=(-2, -1)) / np.linalg.norm(k, axis=(-2, -1))
 
 
 def distance_profile(k: np.ndarray) -> np.ndarray:
