@@ -48,6 +48,6 @@ for ax, (key, title) in zip(axes, titles.items()):
     ax.legend(fontsize=7)
 fig.suptitle(f"Width scaling, {len(res['seeds'])} seeds (n={res['params']['n']}, T={res['params']['T']}, "
              f"{res['params']['steps']} projected-GD steps)")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=substitutes_for("A1", res["params"], scale))

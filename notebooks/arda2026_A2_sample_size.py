@@ -48,6 +48,6 @@ axes[1].plot(grid, f["pow_C"] * grid ** f["pow_p"], "--",
                    f"[{p['ci_low']:.2f}, {p['ci_high']:.2f}]")
 axes[1].set(xscale="log", xlabel="sample size n", ylabel="width for target error")
 axes[1].legend(fontsize=7)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=substitutes_for("A2", res["params"], scale))

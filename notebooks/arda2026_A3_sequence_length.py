@@ -43,6 +43,6 @@ for key, label in [("train_loss", "training loss after GD"), ("initial_loss", "i
 ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel="MSE",
        title=f"m={res['m']}, n={res['n']}, {len(res['seeds'])} seeds")
 ax.legend(fontsize=7)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=substitutes_for("A3", res["params"], scale))

@@ -44,9 +44,10 @@ for ax, keys, ylabel in [
     ax.set(ylabel=ylabel)
     ax.legend(fontsize=7)
 axes[0].axhline(res["bayes_mse"], color="k", ls="--", lw=1, label="Bayes risk")
+axes[0].legend(fontsize=7)
 axes[1].set(yscale="log", xlabel="lag L")
 fig.suptitle(f"m={res['params']['m']}, {res['params']['steps']} GD steps, lr {res['params']['lr']}, "
              f"{len(res['seeds'])} seeds")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=substitutes_for("A4", res["params"], scale))

@@ -43,6 +43,6 @@ sl = res["attention_slope"]
 ax.set(xscale="log", ylim=(0, 1), xlabel="width m", ylabel="share of the empirical NTK",
        title=f"attention share slope vs m: {sl['value']:.3f} [{sl['ci_low']:.3f}, {sl['ci_high']:.3f}]")
 ax.legend(fontsize=7)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=substitutes_for("A5", res["params"], scale))
