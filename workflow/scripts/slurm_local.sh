@@ -55,8 +55,8 @@ alive() {  # pid exists and is not a zombie
 }
 
 free_port() {  # a TCP port nothing listens on (best effort; bound by the daemon right after)
-    local p i
-    for i in $(seq 1 200); do
+    local p _
+    for _ in $(seq 1 200); do
         p=$((20000 + RANDOM % 40000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
@@ -177,8 +177,8 @@ EOF
 }
 
 wait_idle() {  # until the node accepts jobs (or timeout)
-    local i state
-    for i in $(seq 1 60); do
+    local _ state
+    for _ in $(seq 1 60); do
         state=$(SLURM_CONF=$CONF timeout 5 sinfo -h -n "$NODE" -o %t 2>/dev/null)
         case $state in idle*|mix*|alloc*) return 0 ;; esac
         sleep 0.5
@@ -218,11 +218,11 @@ start() {
 
 # kill the daemons recorded in DIR's pid files (slurmd first), waiting for each to exit
 stop_daemons() {
-    local quiet=${1:-} name pid i
+    local quiet=${1:-} name pid _
     for name in slurmd slurmctld munged; do
         pid=$(live_pid "$DIR/run/$name.pid" "$name") || { rm -f "$DIR/run/$name.pid"; continue; }
         kill -TERM "$pid" 2>/dev/null
-        for i in $(seq 1 50); do alive "$pid" || break; sleep 0.2; done
+        for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.2; done
         if alive "$pid"; then
             kill -KILL "$pid" 2>/dev/null
             sleep 0.2
