@@ -29,14 +29,17 @@ from ntkrepro.plotting import save_figure, set_theme
 
 set_theme()
 res = read_json(results[0])
-fams = [f for f in FAMILIES if f in res["families"]]
 proto = res["protocol"]
+final = res.get("final")
+fam_res = final["families"] if final else res["families"]  # the criterion's test set
+n_test = final["n_test"] if final else proto["n_test"]
+fams = [f for f in FAMILIES if f in fam_res]
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), gridspec_kw={"width_ratios": [1, 1.5]})
 ax = axes[0]
 for i, f in enumerate(fams):
-    v = res["families"][f]
+    v = fam_res[f]
     a = v["test_accuracy"]
     ax.errorbar(i, a["value"], yerr=[[a["value"] - a["ci_low"]], [a["ci_high"] - a["value"]]], fmt="o",
                 color=f"C{i}", capsize=4, ms=7)
@@ -46,7 +49,7 @@ ax.axhline(res["sota_accuracy"], color="k", ls="--", lw=1, label=f"SOTA {res['so
 ax.axhline(0.5, color="0.6", ls=":", lw=1, label="chance")
 ax.set_xticks(range(len(fams)), [FAMILY_LABELS[f] for f in fams])
 ax.set(ylabel="test accuracy (95% bootstrap CI)", ylim=(0.4, 1.0),
-       title=f"test: {proto['n_test']} reviews, length {proto['seq_len']}")
+       title=f"{'final table' if final else 'test'}: {n_test} reviews, length {proto['seq_len']}")
 ax.legend(fontsize=7, loc="upper left")
 
 ax = axes[1]

@@ -137,11 +137,21 @@ def test_criterion_inconclusive_when_padding_changes_the_kernel():
     assert "kernels invalid" in ev.reason
 
 
+def test_criterion_uses_the_final_table_when_present():
+    sel = _results(0.86, 0.86, 0.80)["H6_imdb"]          # selection split: Struct worse (refuted)
+    fin = _results(0.80, 0.86, 0.865, n=2000, seed=1)["H6_imdb"]["families"]
+    sel["final"] = {"n_train": 25000, "n_test": 25000, "families": fin}
+    ev = h6.evaluate_h6({"H6_imdb": sel}, "paper")
+    assert ev.verdict is Verdict.REPRODUCED, ev.reason
+    assert not any("final" in s for s in ev.substitutes)
+
+
 def test_substitutes_label_reduced_runs():
     r = _results(0.8, 0.8, 0.8)["H6_imdb"]
     r["protocol"].update(n_train=200, seq_len=64)
     subs = h6.substitutes(r)
     assert any("reduced protocol 200/" in s for s in subs) and any("subset" in s for s in subs)
+    assert any("final table was not run" in s for s in subs)
 
 
 # ---- end to end on real data, tiny -------------------------------------------------------------
@@ -155,6 +165,7 @@ def test_run_h6_is_deterministic(tmp_path):
               "W_pos_emb_std": 1.0, "fcn_depths": [1], "cnn_depths": [1], "attention_layers": [1],
               "diag_reg_grid": [1e-3, 1e-1], "block_size": 6, "dtype": "float32",
               "pad_check": {"n_reviews": 2, "extra": 5}, "n_boot": 100, "seed": 0,
+              "final": {"n_train": 14, "n_test": 10},
               "imdb": {"archive": str(SUBSET),
                        "sha256": "946775c79fc88d7450a8575a03076f4d670a576d556e5e2f4608218b59ef44f4"},
               "glove": {"source": "wheel", "dim": 50}}
@@ -168,3 +179,10 @@ def test_run_h6_is_deterministic(tmp_path):
     assert runs[0]["padding_invariance_max"] < 1e-4
     assert runs[0]["protocol"]["array_length"] == 16 + 2
     assert {f["label"] for f in runs[0]["families"].values()} == {"GAP-only", "GAP-FCN", "CNN-GAP", "Struct"}
+    fin = runs[0]["final"]
+    assert fin == runs[1]["final"] and set(fin["families"]) == set(runs[0]["families"])
+    for f, v in fin["families"].items():
+        sel = runs[0]["families"][f]
+        assert (v["depth"], v["kernel"], v["diag_reg"]) == (sel["depth"], sel["kernel"], sel["diag_reg"])
+        assert len(v["test_correct"]) == 10
+    assert any("reduced final table 14/10" in s for s in h6.substitutes(runs[0]))

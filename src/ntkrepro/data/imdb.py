@@ -112,7 +112,7 @@ def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, 
     return out
 
 
-def _balanced_draw(reviews: Sequence[Review], counts: Sequence[int], rng: np.random.Generator,
+def balanced_draw(reviews: Sequence[Review], counts: Sequence[int], rng: np.random.Generator,
                    split: str) -> list[list[Review]]:
     """Disjoint label-balanced subsets of the given (even) sizes, each shuffled."""
     for n in counts:
@@ -139,8 +139,8 @@ def split_protocol(reviews: Mapping[str, Sequence[Review]], *, n_train: int, n_v
                    seed: int) -> dict[str, list[Review]]:
     """Train and validation subsets drawn (disjoint, balanced) from ``train``, test from ``test``."""
     rng = np.random.default_rng(seed)
-    train, valid = _balanced_draw(reviews["train"], [n_train, n_valid], rng, "train")
-    (test,) = _balanced_draw(reviews["test"], [n_test], rng, "test")
+    train, valid = balanced_draw(reviews["train"], [n_train, n_valid], rng, "train")
+    (test,) = balanced_draw(reviews["test"], [n_test], rng, "test")
     return {"train": train, "valid": valid, "test": test}
 
 
