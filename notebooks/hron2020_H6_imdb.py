@@ -36,15 +36,15 @@ n_test = final["n_test"] if final else proto["n_test"]
 fams = [f for f in FAMILIES if f in fam_res]
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), gridspec_kw={"width_ratios": [1, 1.5]})
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1, 1.5]})
 ax = axes[0]
 for i, f in enumerate(fams):
     v = fam_res[f]
     a = v["test_accuracy"]
     ax.errorbar(i, a["value"], yerr=[[a["value"] - a["ci_low"]], [a["ci_high"] - a["value"]]], fmt="o",
                 color=f"C{i}", capsize=4, ms=7)
-    ax.annotate(f"{v['kernel'].upper()}, depth {v['depth']}", (i, a["ci_low"]), textcoords="offset points",
-                xytext=(0, -12), ha="center", fontsize=7)
+    ax.annotate(f"{v['kernel'].upper()}, depth {v['depth']}", (i, a["ci_high"]), textcoords="offset points",
+                xytext=(0, 6), ha="center", fontsize=7)
 ax.axhline(res["sota_accuracy"], color="k", ls="--", lw=1, label=f"SOTA {res['sota_accuracy']:.1%}")
 ax.axhline(0.5, color="0.6", ls=":", lw=1, label="chance")
 ax.set_xticks(range(len(fams)), [FAMILY_LABELS[f] for f in fams])
@@ -53,17 +53,17 @@ ax.set(ylabel="test accuracy (95% bootstrap CI)", ylim=(0.4, 1.0),
 ax.legend(fontsize=7, loc="upper left")
 
 ax = axes[1]
-names = [m["name"] for m in res["models"]]
+names = [m["name"].replace(" (", "\n(") for m in res["models"]]
 xpos = np.arange(len(names))
 for k, (g, mk) in enumerate((("nngp", "o"), ("ntk", "s"))):
     va = [m["kernels"][g]["valid_accuracy"] for m in res["models"]]
     ta = [m["kernels"][g]["test_accuracy"]["value"] for m in res["models"]]
     ax.plot(xpos + (k - 0.5) * 0.2, va, mk, color=f"C{k}", label=f"{g.upper()} validation")
     ax.plot(xpos + (k - 0.5) * 0.2, ta, mk, mfc="none", color=f"C{k}", label=f"{g.upper()} test")
-ax.set_xticks(xpos, names, rotation=25, ha="right", fontsize=8)
+ax.set_xticks(xpos, names, fontsize=8)
 ax.set(ylabel="accuracy", title=f"every model (diag_reg chosen on {proto['n_valid']} validation reviews)")
 ax.legend(fontsize=7, ncol=2)
 fig.suptitle(f"IMDb + GloVe 6B 50d, NNGP/NTK regression ({proto['n_train']} training reviews); "
              f"padding-invariance max rel. change {res['padding_invariance_max']:.1e}", fontsize=10)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=substitutes(res))

@@ -244,8 +244,12 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     x_eval = np.concatenate([x["valid"], x["test"]])
     n_valid = x["valid"].shape[0]
     models, correct = [], {}
-    pad_rng = np.random.default_rng(seed + 1)
-    pad_idx = np.sort(pad_rng.choice(x["test"].shape[0], size=int(params["pad_check"]["n_reviews"]), replace=False))
+    # padding check on the shortest test reviews (their own padding) and on random others (mostly truncated)
+    n_pad = int(params["pad_check"]["n_reviews"])
+    shortest = np.argsort(data["lengths"]["test"], kind="stable")[: n_pad // 2]
+    rest = np.setdiff1d(np.arange(x["test"].shape[0]), shortest)
+    pad_idx = np.sort(np.concatenate([shortest, np.random.default_rng(seed + 1).choice(rest, n_pad - len(shortest),
+                                                                                        replace=False)]))
     for family, depth in ctx.progress(model_grid(params), desc="H6 models"):
         name = model_name(family, depth)
         kfn = build_kernel_fn(family, depth, filter_size=int(params["filter_size"]),
