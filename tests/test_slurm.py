@@ -3,8 +3,10 @@
 Runs the H2 chain of the smoke DAG (compute rule -> figure notebook rule -> ledger rule) through
 `--executor slurm` with the production profile profiles/slurm (only its timing knobs shortened),
 checks each rule really ran as a SLURM job with the rule's resources, and that the ledger entry
-equals the one of the same slice run locally. Skips, with the reason, only where SLURM cannot
-start here (packages missing and not installable: see .ci/slurm.sh).
+equals the one of the same slice run locally. A second, quick test checks GPU routing: with
+`slurm-partition-config`, a `gpu=1` rule is submitted with `--gpus=1` to the GPU partition and a
+CPU rule to the CPU one. Skips, with the reason, only where SLURM cannot start here (packages
+missing and not installable: see .ci/slurm.sh).
 """
 
 from __future__ import annotations
@@ -165,3 +167,55 @@ def test_h2_chain_on_slurm_equals_local(slurm_cluster, tmp_path):
     assert entry_slurm["verdict"] == entry_local["verdict"]
     assert entry_slurm["scale"] == entry_local["scale"] == "smoke"
     _numbers_equal(entry_local["measured"], entry_slurm["measured"])
+
+
+GPU_SNAKEFILE = """
+rule all:
+    input: "out/cpu.txt", "out/gpu.txt"
+
+rule cpu_job:
+    output: "out/cpu.txt"
+    resources: mem_mb=500, runtime=5
+    shell: "echo $SLURM_JOB_PARTITION > {output}"
+
+rule gpu_job:
+    output: "out/gpu.txt"
+    resources: mem_mb=500, runtime=5, gpu=1
+    shell: "echo $SLURM_JOB_PARTITION > {output}"
+"""
+
+GPU_PARTITIONS = """
+partitions:
+  debug: {max_runtime: 60, max_mem_mb: 4000, max_gpu: 0}
+  gpu: {max_runtime: 60, max_mem_mb: 4000, max_gpu: 1}
+"""
+
+
+def test_gpu_rules_go_to_the_gpu_partition(slurm_cluster, tmp_path):
+    """profiles/slurm + slurm-partition-config: `gpu=1` -> GPU partition with --gpus=1, else CPU."""
+    env = slurm_cluster["env"]
+    (tmp_path / "Snakefile").write_text(GPU_SNAKEFILE)
+    (tmp_path / "partitions.yaml").write_text(GPU_PARTITIONS)
+    cmd = [
+        "timeout", "-k", "10", "180", str(VENV_BIN / "snakemake"),
+        "--snakefile", str(tmp_path / "Snakefile"), "--directory", str(tmp_path),
+        "--profile", "profiles/slurm", "--jobs", "2", "--latency-wait", "5", "--retries", "0",
+        "--slurm-init-seconds-before-status-checks", "1",
+        "--slurm-partition-config", str(tmp_path / "partitions.yaml"),
+        "--slurm-jobname-prefix", "ntkgputest",
+    ]  # fmt: skip
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-6000:]
+    assert (tmp_path / "out" / "cpu.txt").read_text().strip() == "debug"
+    assert (tmp_path / "out" / "gpu.txt").read_text().strip() == "gpu"
+    q = subprocess.run(["scontrol", "-o", "show", "job"], capture_output=True, text=True, env=env, timeout=30,
+                       check=True)  # fmt: skip
+    jobs = {}
+    for line in q.stdout.splitlines():
+        fields = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
+        if fields.get("JobName", "").startswith("ntkgputest"):
+            jobs[fields.get("Comment")] = fields
+    gpu, cpu = jobs["rule_gpu_job"], jobs["rule_cpu_job"]
+    assert (gpu["JobState"], gpu["Partition"], gpu.get("TresPerJob")) == ("COMPLETED", "gpu", "gres:gpu:1"), gpu
+    assert (cpu["JobState"], cpu["Partition"]) == ("COMPLETED", "debug"), cpu
+    assert "gpu" not in cpu.get("TresPerJob", "") + cpu.get("TresPerNode", ""), cpu

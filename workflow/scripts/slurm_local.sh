@@ -19,8 +19,9 @@
 # Config (measured on Debian 12 / SLURM 22.05 in a root container without systemd/cgroups):
 # proctrack/linuxproc, task/none, select/cons_tres, no accounting (so use
 # `--slurm-status-command squeue`; `sacct` fails and makes snakemake hang), SlurmUser=root.
-# The node advertises NTK_SLURM_GPUS (default 1) fake GPUs (gres without device files), so rules
-# with `resources: gpu=1` schedule on it (their code still sees no CUDA device and runs on CPU).
+# The node advertises NTK_SLURM_GPUS (default 1) fake GPUs (gres on empty files in DIR/dev), so
+# rules with `resources: gpu=1` schedule on it (their code sees no CUDA device and runs on CPU).
+# Partitions: `debug` (default) and, with fake GPUs, `gpu` (same node).
 set -u
 
 SKIP=77
@@ -100,10 +101,12 @@ write_conf() {
         : >"$DIR/dev/fakegpu$g"
         echo "NodeName=$NODE Name=gpu File=$DIR/dev/fakegpu$g" >>"$DIR/gres.conf"
     done
-    local gres_line="" node_gres=""
+    local gres_line="" node_gres="" gpu_part=""
     if ((FAKE_GPUS > 0)); then
         gres_line="GresTypes=gpu"
         node_gres="Gres=gpu:$FAKE_GPUS"
+        # A second partition on the same node, for testing GPU-partition routing.
+        gpu_part="PartitionName=gpu Nodes=$NODE MaxTime=INFINITE State=UP"
     fi
     cat >"$CONF" <<EOF
 # Written by workflow/scripts/slurm_local.sh: a one-node test cluster. Do not use in production.
@@ -143,6 +146,7 @@ SlurmdTimeout=60
 $gres_line
 NodeName=$NODE NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem $node_gres State=UNKNOWN
 PartitionName=$PART Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+$gpu_part
 EOF
 }
 
