@@ -30,6 +30,52 @@ def test_gap_only_matches_the_masked_mean_embedding_formula():
     np.testing.assert_allclose(np.asarray(k.ntk), 2 * want, rtol=1e-5, atol=1e-7)
 
 
+def _relu_nngp(k11, k22, k12):
+    """E[relu(u) relu(v)] for (u, v) ~ N(0, [[k11, k12], [k12, k22]]) (arc-cosine kernel, order 1)."""
+    norm = np.sqrt(k11 * k22)
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 only at masked positions, dropped later
+        cos = np.clip(k12 / norm, -1.0, 1.0)
+    th = np.arccos(cos)
+    return norm * (np.sin(th) + (np.pi - th) * cos) / (2 * np.pi)
+
+
+def test_gap_fcn_matches_arccos_of_the_gap_kernel():
+    x = _masked_inputs()
+    lengths = [20, 13, 7]
+    m = np.stack([x[i, :ln].astype(np.float64).mean(0) for i, ln in enumerate(lengths)])
+    k0 = m @ m.T / x.shape[-1]
+    d = np.diag(k0)
+    want = _relu_nngp(d[:, None], d[None, :], k0)
+    got = h6.build_kernel_fn("gap_fcn", 1)(x, x, "nngp", mask_constant=C)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-7)
+
+
+def test_cnn_gap_matches_a_direct_masked_computation():
+    """Conv(k, VALID) -> Relu -> GAP -> Dense NNGP, written out: masked inputs are zero, the conv
+    averages the input covariance along diagonals, an output is masked iff its window centre is."""
+    k = 5
+    x = _masked_inputs(L=16, d=4, lengths=(16, 12, 9), seed=2)
+    xz = np.where(x == C, 0.0, x).astype(np.float64)
+    L, D = x.shape[1], x.shape[2]
+    out_len = L - k + 1
+    real = ~np.all(x == C, axis=-1)                            # (n, L)
+    out_real = real[:, (k - 1) // 2: (k - 1) // 2 + out_len]  # centre of each VALID window
+    n = x.shape[0]
+    want = np.empty((n, n))
+    for a in range(n):
+        for b in range(n):
+            def conv_cov(u, v):
+                k0 = u @ v.T / D                               # input covariance (L, L)
+                return np.mean([k0[t:t + out_len, t:t + out_len] for t in range(k)], axis=0)
+            k12 = conv_cov(xz[a], xz[b])
+            k11 = np.diag(conv_cov(xz[a], xz[a]))
+            k22 = np.diag(conv_cov(xz[b], xz[b]))
+            r = _relu_nngp(k11[:, None], k22[None, :], k12)
+            want[a, b] = r[np.ix_(out_real[a], out_real[b])].mean()
+    got = h6.build_kernel_fn("cnn_gap", 1, filter_size=k)(x, x, "nngp", mask_constant=C)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-7)
+
+
 MARGIN_PARAMS = {"filter_size": 9, "cnn_depths": [1, 2], "attention_layers": [1, 2]}
 
 
