@@ -145,11 +145,19 @@ def rnn_gentk_operators(p: dict[str, torch.Tensor], x: torch.Tensor) -> dict[str
 
 
 def spectra(jac: torch.Tensor, n_samples: int, seq_len: int, hidden: int) -> dict[str, Any]:
-    r"""Eigenvalues of :math:`\Theta = J J^\top` (via :math:`J^\top J`) and its spatial/temporal kernels' effective ranks."""
+    r"""Eigenvalues of :math:`\Theta = J J^\top` and the effective ranks of it and of its spatial/temporal kernels.
+
+    The spectrum comes from the smaller Gram (:math:`J J^\top` or :math:`J^\top J`, same nonzero
+    eigenvalues); the partial traces are contracted directly from :math:`J` (never forming
+    :math:`\Theta`): :math:`\Theta_\mathrm{space} = \sum_{s,t} J_{st}J_{st}^\top`,
+    :math:`\Theta_\mathrm{time}[t,u] = \sum_{s,i} J_{s t i}\cdot J_{s u i}`.
+    """
     j = jac.numpy()
-    lam = np.clip(np.linalg.eigvalsh(j.T @ j), 0, None)[::-1]
-    theta = j @ j.T
-    space_k, time_k = kr.partial_traces(theta, n_samples, seq_len, hidden)
+    gram = j @ j.T if j.shape[0] <= j.shape[1] else j.T @ j
+    lam = np.clip(np.linalg.eigvalsh(gram), 0, None)[::-1]
+    j4 = j.reshape(n_samples, seq_len, hidden, -1)
+    space_k = np.einsum("stip,stjp->ij", j4, j4, optimize=True)
+    time_k = np.einsum("stip,suip->tu", j4, j4, optimize=True)
     lam_s = np.linalg.eigvalsh(space_k)[::-1]
     lam_t = np.linalg.eigvalsh(time_k)[::-1]
     return {"er_full": kr.effective_rank(lam), "er_space": kr.effective_rank(lam_s),
@@ -192,9 +200,10 @@ def run_g3(params: dict[str, Any], ctx) -> dict[str, Any]:
         p = init_params(model, params["n_bits"], params["hidden"], params["n_bits"], gain, params["seed"])
         jac = gentk_autodiff(model, p, xk)
         spec = spectra(jac, params["kernel_samples"], params["seq_len"], params["hidden"])
-        if model == "rnn":
-            ops = rnn_gentk_operators(p, xk)
-            ref = jac @ jac.T
+        if model == "rnn":  # operator form P K P* on the first kernel sequence (state T*H) vs autodiff
+            ops = rnn_gentk_operators(p, xk[:1])
+            j1 = jac[: params["seq_len"] * params["hidden"]]
+            ref = j1 @ j1.T
             op_check.append(float(torch.linalg.norm(ops["theta_h"] - ref) / torch.linalg.norm(ref)))
         losses = train_gd(model, p, xtr, ytr, params["steps"], params["lr"])
         runs.append({"model": model, "gain": gain, **spec, "er_space_frac": spec["er_space"] / params["hidden"],
