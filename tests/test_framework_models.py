@@ -112,3 +112,13 @@ def test_sinusoidal_encoding():
     x = np.zeros((2, 5, 6))
     np.testing.assert_allclose(models.make_inputs(x, True, scale=2.0)[1], 2 * pe)
     np.testing.assert_array_equal(models.make_inputs(x, False), x)
+
+
+def test_position_ntk_is_the_diagonal_of_the_full_ntk():
+    spec = models.BlockSpec(width=16, n_heads=2, causal=True)
+    with enable_x64():
+        x = jnp.asarray(_x())
+        p = models.init_params(spec, jax.random.PRNGKey(2), x)
+        full = np.asarray(models.fast_ntk_fn(spec)(p, x))
+        pos = np.asarray(models.fast_position_ntk_fn(spec)(p, x))
+        np.testing.assert_allclose(pos, np.einsum("aast->ast", full), rtol=1e-10, atol=1e-12)

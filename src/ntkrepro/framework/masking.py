@@ -28,14 +28,14 @@ def run_f5(params: dict, ctx) -> dict:
     p = dict(params)
     x = sp.gaussian_sequences(p["seed"], p["n_seq"], p["seq_len"], p["d_in"])
     x = jnp.asarray(models.make_inputs(x, p["pos_enc"]))
-    fns = {c: models.fast_ntk_fn(block_spec(p, c)) for c in (True, False)}
+    fns = {c: models.fast_position_ntk_fn(block_spec(p, c)) for c in (True, False)}
     key = jax.random.PRNGKey(p["seed"])
     ranks = {True: [], False: []}
     mean_k = {True: 0.0, False: 0.0}
     for s in ctx.progress(range(p["n_seeds"]), desc="F5 seeds"):
         params_s = models.init_params(block_spec(p, False), jax.random.fold_in(key, s), x)
         for c, fn in fns.items():
-            pk = sp.position_kernels(np.asarray(fn(params_s, x), np.float64))
+            pk = np.asarray(fn(params_s, x), np.float64)
             ranks[c].append([sp.effective_rank(np.linalg.eigvalsh(k)) for k in pk])
             mean_k[c] = mean_k[c] + pk.mean(0) / p["n_seeds"]
     inf_pk = sp.position_kernels(models.infinite_ntk(block_spec(p, False), x).astype(np.float64))

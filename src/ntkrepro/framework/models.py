@@ -354,3 +354,21 @@ def fast_ntk_fn(spec: BlockSpec):
         return out.reshape(n, s, n, s).transpose(0, 2, 1, 3)
 
     return ntk
+
+
+def fast_position_ntk_fn(spec: BlockSpec):
+    r"""Jitted ``ntk(params, x)`` -> only the per-sequence position kernels :math:`\Theta(x_a, x_a)`,
+    ``(N, S, S)``: the diagonal blocks of :func:`fast_ntk_fn`, one sequence at a time (``vmap``), so
+    the work grows linearly instead of quadratically in the number of sequences."""
+    model = spec.flax()
+
+    def one(params, xa):
+        s = xa.shape[0]
+        jac = jax.jacrev(lambda pr: model.apply({"params": pr}, xa[None]).reshape(-1))(params)
+        out = 0.0
+        for j in jax.tree.leaves(jac):
+            j = j.reshape(s, spec.out_dim, -1)
+            out = out + jnp.einsum("sop,top->st", j, j)
+        return out
+
+    return jax.jit(jax.vmap(one, in_axes=(None, 0)))
