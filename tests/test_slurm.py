@@ -167,6 +167,12 @@ def test_h2_chain_on_slurm_equals_local(slurm_cluster, tmp_path):
     assert entry_slurm["verdict"] == entry_local["verdict"]
     assert entry_slurm["scale"] == entry_local["scale"] == "smoke"
     _numbers_equal(entry_local["measured"], entry_slurm["measured"])
+    # ... and the same compute results, but for provenance (config hash covers results_dir) and timings.
+    res = [json.loads((d / "hron2020" / "H2_average_pooling.json").read_text()) for d in (local_results, slurm_results)]
+    for r in res:
+        for key in [k for k in r if k == "provenance" or k.endswith("_seconds")]:
+            del r[key]
+    _numbers_equal(res[0], res[1], "H2_average_pooling")
 
 
 GPU_SNAKEFILE = """
