@@ -58,6 +58,10 @@ def test_zip_checksum_mismatch_and_missing_file(tmp_path):
     _, _, zpath = _official_zip(tmp_path, ["the"])
     with pytest.raises(ArchiveError, match="checksum"):
         glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "sha256": "0" * 64})
+    md5 = hashlib.md5(zpath.read_bytes()).hexdigest()
+    assert set(glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "md5": md5})) == {"the"}
+    with pytest.raises(ArchiveError, match="checksum"):
+        glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "md5": "0" * 32})
     with pytest.raises(glove.GloveError, match="not found"):
         glove.load_vectors(["the"], {"source": "zip", "path": str(tmp_path / "nope.zip")})
 

@@ -217,7 +217,7 @@ def test_run_h6_is_deterministic(tmp_path):
               "glove": {"source": "wheel", "dim": 50}}
     runs = []
     for cache in ("a", "b"):  # two independent computations (separate kernel caches)
-        ctx = RunContext(scale="smoke", params=params)
+        ctx = RunContext(scale="smoke", params=params, outputs={"table": tmp_path / f"table_{cache}.csv"})
         runs.append(h6.run_h6({**params, "cache_dir": str(tmp_path / cache)}, ctx))
     for r in runs[1:]:
         assert r["families"] == runs[0]["families"]
@@ -225,6 +225,12 @@ def test_run_h6_is_deterministic(tmp_path):
     assert runs[0]["padding_invariance_max"] < 1e-4
     assert runs[0]["protocol"]["array_length"] == 16 + 2
     assert {f["label"] for f in runs[0]["families"].values()} == {"GAP-only", "GAP-FCN", "CNN-GAP", "Struct"}
+    import pandas as pd
+
+    tab = pd.read_csv(tmp_path / "table_a.csv")
+    assert len(tab) == 2 * len(runs[0]["models"]) and tab["selected"].sum() == len(runs[0]["families"])
+    assert tab["final_test_accuracy"].notna().sum() == len(runs[0]["families"])
+    assert (tmp_path / "table_a.csv").read_bytes() == (tmp_path / "table_b.csv").read_bytes()
     fin = runs[0]["final"]
     assert fin == runs[1]["final"] and set(fin["families"]) == set(runs[0]["families"])
     for f, v in fin["families"].items():

@@ -25,13 +25,14 @@ rule H6_hron2020_imdb:
         H6_DATA,
     output:
         results=f"{R}/hron2020/H6_imdb.json",
+        table=f"{R}/hron2020/H6_imdb_table.csv",
     log:
         f"{R}/logs/hron2020/H6_imdb.log",
     benchmark:
         f"{R}/benchmarks/rules/H6_hron2020_imdb.tsv"
     params:
         cfg=as_json(H6_PARAMS),
-        extra="",
+        extra=lambda wc, output: extra_outputs(table=output.table),
     resources:
         mem_mb=8000,
         runtime=60,

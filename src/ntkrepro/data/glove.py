@@ -6,8 +6,8 @@ Two sources, chosen by config (``data: glove: source``):
   ``data/glove_6B_50d_emb.npy`` (400,000 x 50 float32, row :math:`r` = vector of word :math:`r`)
   and ``data/glove_6B_index.parquet`` (one column, the vocabulary in row order);
 * ``zip``: the official ``glove.6B.zip`` (member ``glove.6B.<dim>d.txt``, lines
-  ``word v_1 ... v_dim``) or the extracted ``.txt`` file, at ``path`` (sha256 verified when
-  ``sha256`` is given).
+  ``word v_1 ... v_dim``) or the extracted ``.txt`` file, at ``path`` (verified when ``sha256``
+  and/or ``md5`` is given).
 
 :func:`load_vectors` returns only the vectors of the words asked for; words without a GloVe
 vector are simply absent, and the embedding step (:func:`ntkrepro.data.text.embed`) maps them to
@@ -91,14 +91,15 @@ def _parse_lines(lines: Iterable[str], words: set[str], dim: int, where: str) ->
     return out
 
 
-def _from_text(path: Path, words: set[str], dim: int, sha256: str | None) -> dict[str, np.ndarray]:
+def _from_text(path: Path, words: set[str], dim: int, sha256: str | None,
+               md5: str | None = None) -> dict[str, np.ndarray]:
     if not path.is_file():
         raise GloveError(f"GloVe file not found at {path}; give data.glove.path (glove.6B.zip or "
                          f"glove.6B.{dim}d.txt from https://nlp.stanford.edu/projects/glove/) or use source 'wheel'")
-    if sha256:
+    if sha256 or md5:
         from ntkrepro.data.archive import ArchiveSpec, verify_archive
 
-        verify_archive(path, ArchiveSpec("GloVe 6B", path.name, sha256=sha256))
+        verify_archive(path, ArchiveSpec("GloVe 6B", path.name, sha256=sha256, md5=md5))
     else:
         log.warning("GloVe file %s used without a sha256 to verify it against", path)
     member = f"glove.6B.{dim}d.txt"
@@ -115,8 +116,8 @@ def _from_text(path: Path, words: set[str], dim: int, sha256: str | None) -> dic
 def load_vectors(words: Iterable[str], cfg: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
     """GloVe vectors of ``words`` (those that have one) from the source configured in ``cfg``.
 
-    ``cfg`` keys: ``source`` (``"wheel"`` or ``"zip"``), ``dim`` (50), ``path`` and ``sha256``
-    (``zip`` only).
+    ``cfg`` keys: ``source`` (``"wheel"`` or ``"zip"``), ``dim`` (50), ``path``, ``sha256`` and
+    ``md5`` (``zip`` only).
     """
     cfg = dict(cfg or {})
     source = cfg.get("source", "wheel")
@@ -128,7 +129,7 @@ def load_vectors(words: Iterable[str], cfg: Mapping[str, Any] | None = None) -> 
         return _from_wheel(wanted, dim)
     if not cfg.get("path"):
         raise GloveError("data.glove.source 'zip' needs data.glove.path")
-    return _from_text(Path(cfg["path"]), wanted, dim, cfg.get("sha256"))
+    return _from_text(Path(cfg["path"]), wanted, dim, cfg.get("sha256"), cfg.get("md5"))
 
 
 def source_files(cfg: Mapping[str, Any] | None = None) -> list[Path]:

@@ -293,6 +293,8 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
                          "test_accuracy": m["kernels"][g]["test_accuracy"],
                          "test_correct": correct[f"{fam}:{m['depth']}:{g}"].tolist()}
     final = _final_table(params, ctx, families) if params.get("final") else None
+    if "table" in ctx.outputs:
+        write_table(ctx.outputs["table"], models, families, final)
     return {
         "final": final,
         "protocol": {"archive": Path(params["imdb"].get("archive") or "aclImdb_v1.tar.gz").name,
@@ -306,6 +308,33 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
         "test_ids": data["ids"]["test"],
         "sota_accuracy": SOTA_ACCURACY,
     }
+
+
+def write_table(path, models: Sequence[Mapping[str, Any]], families: Mapping[str, Any],
+                final: Mapping[str, Any] | None = None) -> None:
+    """The H6 table as CSV (atomically): one row per model and kernel, plus the selected rows
+    (``selected`` = family representative) and, if run, the final-table accuracies."""
+    import csv
+    import io as _io
+
+    from ntkrepro.io import atomic_path
+
+    buf = _io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["model", "family", "depth", "kernel", "diag_reg", "valid_accuracy", "test_accuracy",
+                "test_ci_low", "test_ci_high", "selected", "final_test_accuracy", "final_ci_low", "final_ci_high"])
+    for m in models:
+        for g, v in m["kernels"].items():
+            sel = families.get(m["family"], {})
+            chosen = sel.get("depth") == m["depth"] and sel.get("kernel") == g
+            fin = (final or {}).get("families", {}).get(m["family"]) if chosen else None
+            t = v["test_accuracy"]
+            w.writerow([m["name"], FAMILY_LABELS[m["family"]], m["depth"], g, f"{v['diag_reg']:g}",
+                        f"{v['valid_accuracy']:.4f}", f"{t['value']:.4f}", f"{t['ci_low']:.4f}", f"{t['ci_high']:.4f}",
+                        int(chosen)] + ([f"{fin['test_accuracy'][k]:.4f}" for k in ("value", "ci_low", "ci_high")]
+                                        if fin else ["", "", ""]))
+    with atomic_path(path) as tmp:
+        tmp.write_text(buf.getvalue())
 
 
 # --------------------------------------------------------------------------------------------
