@@ -34,8 +34,9 @@ rule H6_hron2020_imdb:
         cfg=as_json(H6_PARAMS),
         extra=lambda wc, output: extra_outputs(table=output.table),
     resources:
-        mem_mb=8000,
-        runtime=60,
+        mem_mb=64000 if SCALE == "paper" else 8000,
+        runtime=2880 if SCALE == "paper" else 60,
+        gpu=1 if SCALE == "paper" else 0,
     shell:
         compute_cmd("ntkrepro.hron2020.imdb:run_h6")
 
@@ -67,6 +68,7 @@ rule H6_hron2020_imdb_kernel_throughput:
     resources:
         mem_mb=8000,
         runtime=30,
+        gpu=1 if SCALE == "paper" else 0,
     shell:
         compute_cmd("ntkrepro.hron2020.imdb:run_kernel_throughput")
 
