@@ -9,7 +9,8 @@ from ntkrepro.io import canonical_hash
 
 R = config["results_dir"]
 SCALE = config["scale"]
-CONFIG_HASH = canonical_hash(config)
+# Hash of what determines the numbers (where outputs go does not).
+CONFIG_HASH = canonical_hash({k: v for k, v in config.items() if k != "results_dir"})
 # Jobs run with the interpreter running Snakemake (the project .venv); with `--sdm conda` they
 # run `python` from the rule's activated conda env (envs/environment.yaml) instead.
 _SDM = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
