@@ -52,6 +52,7 @@ rule F2_framework_deviation:
     resources:
         mem_mb=8000,
         runtime=60,
+        gpu=1 if SCALE == "paper" else 0,
     shell:
         compute_cmd("ntkrepro.framework.deviation:run_f2")
 
@@ -117,6 +118,7 @@ rule F5_framework_masking:
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=1 if SCALE == "paper" else 0,
     shell:
         compute_cmd("ntkrepro.framework.masking:run_f5")
 
@@ -149,6 +151,7 @@ rule F6_framework_training:
     resources:
         mem_mb=6000,
         runtime=60,
+        gpu=1 if SCALE == "paper" else 0,
     shell:
         compute_cmd("ntkrepro.framework.training:run_f6")
 
