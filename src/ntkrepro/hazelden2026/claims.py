@@ -145,7 +145,9 @@ def _spearman(x, y) -> float:
     "min(er_space/H, er_time/T) <= 0.25 for every config; (b) bias: for every model, "
     "max/min over gains of er_space or of er_time >= 1.5; (c) at least one config plateaus "
     "(final/initial loss >= 0.5; final = mean of the last 10% of steps) and at least one learns "
-    "(<= 0.25); (d) Spearman correlation across configs between er_full and final/initial loss "
+    "(<= 0.25), among runs that did not diverge (diverged = a non-finite loss or a loss > 10x the "
+    "initial; such runs are reported and excluded from (c) and (d)); (d) Spearman correlation "
+    "across the non-diverged configs between er_full and final/initial loss "
     "<= -0.5. Reproduced if (a)-(d) all hold; not reproduced if (a) fails, or if (c) holds and the "
     "correlation is >= +0.5; inconclusive otherwise.",
 ))
@@ -162,18 +164,21 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
         rt = max(u["er_time"] for u in us) / min(u["er_time"] for u in us)
         ratios[m] = max(rs, rt)
     b = len(runs) > 1 and all(v >= G3_BIAS_RATIO for v in ratios.values())
-    rel = [u["loss_final"] / u["loss_initial"] if np.isfinite(u["loss_final"]) else np.inf for u in runs]
+    rel_all = [u["loss_final"] / u["loss_initial"] if np.isfinite(u["loss_final"]) else np.inf for u in runs]
+    ok = [not u.get("diverged", False) for u in runs]
+    rel = [v for v, o in zip(rel_all, ok) if o]
     c = any(v >= G3_PLATEAU for v in rel) and any(v <= G3_LEARNS for v in rel)
-    er_full = [u["er_full"] for u in runs]
-    rho = _spearman(er_full, rel)
-    pairs = np.column_stack([er_full, np.minimum(rel, 1e6)])
-    rho_ci = bootstrap_ci(pairs, lambda z: _spearman(z[:, 0], z[:, 1]), n_boot=1000, seed=0) if len(runs) >= 3 else None
+    er_full = [u["er_full"] for u, o in zip(runs, ok) if o]
+    rho = _spearman(er_full, rel) if len(rel) >= 2 else 0.0
+    pairs = np.column_stack([er_full, rel])
+    rho_ci = bootstrap_ci(pairs, lambda z: _spearman(z[:, 0], z[:, 1]), n_boot=1000, seed=0) if len(rel) >= 3 else None
     d = rho <= -G3_ASSOC
     measured: dict[str, Any] = {
         "spearman_er_full_vs_loss_ratio": rho_ci if rho_ci is not None else rho,
         "max_min_low_rank_fraction": float(max(low)),
         "init_bias_ratio": {m: float(v) for m, v in ratios.items()},
-        "loss_ratio": {f"{u['model']}_g{u['gain']}": float(v) for u, v in zip(runs, rel)},
+        "loss_ratio": {f"{u['model']}_g{u['gain']}": float(v) for u, v in zip(runs, rel_all)},
+        "diverged": [f"{u['model']}_g{u['gain']}" for u, o in zip(runs, ok) if not o],
         "er_space": {f"{u['model']}_g{u['gain']}": float(u["er_space"]) for u in runs},
         "er_time": {f"{u['model']}_g{u['gain']}": float(u["er_time"]) for u in runs},
         "conditions": {"a_low_rank": a, "b_init_bias": b, "c_plateau_and_learning": c, "d_association": d},

@@ -189,6 +189,7 @@ def train_gd(model: str, p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.T
 def run_g3(params: dict[str, Any], ctx) -> dict[str, Any]:
     """G3: GeNTK effective ranks at init and GD loss curves, per model and recurrent gain."""
     torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)  # tiny sequential ops: threads only add overhead
     rng = np.random.default_rng(params["seed"])
     xk, _ = flip_flop(params["kernel_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
     xtr, ytr = flip_flop(params["train_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
@@ -208,6 +209,7 @@ def run_g3(params: dict[str, Any], ctx) -> dict[str, Any]:
         losses = train_gd(model, p, xtr, ytr, params["steps"], params["lr"])
         runs.append({"model": model, "gain": gain, **spec, "er_space_frac": spec["er_space"] / params["hidden"],
                      "er_time_frac": spec["er_time"] / params["seq_len"], "loss": losses,
-                     "loss_initial": losses[0], "loss_final": float(np.mean(losses[-max(1, len(losses) // 10):]))})
+                     "loss_initial": losses[0], "loss_final": float(np.mean(losses[-max(1, len(losses) // 10):])),
+                     "diverged": bool(not np.all(np.isfinite(losses)) or max(losses) > 10 * losses[0])})
     return {"runs": runs, "hidden": params["hidden"], "seq_len": params["seq_len"],
             "rnn_operator_vs_autodiff_max_rel_error": max(op_check) if op_check else None}

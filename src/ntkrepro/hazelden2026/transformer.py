@@ -179,6 +179,7 @@ def low_dim_inputs(k: int, seq_len: int, d_in: int, rng: np.random.Generator) ->
 def run_g4(params: dict[str, Any], ctx) -> dict[str, Any]:
     """G4: temporal effective rank of the output GeNTK vs effective dimension of the input sequence."""
     torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)  # small ops: threads only add overhead
     dims = list(params["input_dims"])
     if max(dims) > params["d_in"]:
         raise ValueError("every input dimension must be <= d_in")
