@@ -65,3 +65,15 @@ def test_g2_loads_local_weights_and_labels_pretrained(tmp_path):
     torch.save({"nonsense": torch.zeros(1)}, bad)
     with pytest.raises(ValueError):
         pythia.run_g2(_params(weights_path=str(bad)), Ctx())
+
+
+def test_benchmark_tiny_layer_same_numbers():
+    from ntkrepro.hazelden2026 import benchmark
+
+    p = dict(arch="tiny", tiny_arch=pythia.tiny_arch_defaults(), weights_path="", layer=1, seq_len=8, n_tokens=4,
+             n_units=3, seed=0)
+    res = benchmark.run_benchmark(p, Ctx())
+    assert res["max_rel_error"] <= 1e-5 and len(res["rel_error_per_site"]) == 4
+    assert res["forward_seconds"] > 0 and res["autodiff_seconds"] > 0
+    with pytest.raises(ValueError):
+        benchmark.run_benchmark({**p, "layer": 5}, Ctx())

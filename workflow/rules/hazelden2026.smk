@@ -137,3 +137,25 @@ register_figure(
 )
 register_claim("G4", "hazelden2026", [rules.G4_hazelden2026_transformer_rank.output.results],
                ["hazelden2026_G4_transformer_rank"])
+
+
+# ---- Benchmark (not part of `all`): forward-pass core vs autodiff on one Pythia-410M layer ----
+rule hazelden2026_benchmark_kronecker_core:
+    """Time and peak-memory ratio, autodiff vs forward-pass Kronecker core (ntkrepro.hazelden2026.benchmark.run_benchmark)."""
+    output:
+        results=f"{R}/benchmarks/hazelden2026_kronecker_core.json",
+    log:
+        f"{R}/logs/hazelden2026/benchmark_kronecker_core.log",
+    benchmark:
+        f"{R}/benchmarks/rules/hazelden2026_benchmark_kronecker_core.tsv"
+    params:
+        cfg=as_json({**HAZ["benchmark"], "tiny_arch": HAZ["G2"]["tiny_arch"], "weights_path": HAZ["G2"]["weights_path"]}),
+        extra="",
+    resources:
+        mem_mb=6000,
+        runtime=20,
+    shell:
+        compute_cmd("ntkrepro.hazelden2026.benchmark:run_benchmark")
+
+
+BENCHMARKS.append(rules.hazelden2026_benchmark_kronecker_core.output.results)
