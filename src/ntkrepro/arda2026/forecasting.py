@@ -74,12 +74,13 @@ def make_task(seed: int, L: int, n: int, burn_in: int, train_frac: float = 0.8):
     return X[:k], y[:k], X[k:], y[k:]
 
 
-def _train_recorded(loss_fn, grad_norm_fn, params, Xtr, ytr, Xva, yva, predict, steps: int, lr: float):
-    """Full-batch GD with per-step gradient norm (of the chosen block) and validation MSE."""
+def _train_recorded(vg, grad_norm_fn, params, Xtr, ytr, Xva, yva, predict, steps: int, lr: float):
+    """Full-batch GD with per-step gradient norm (of the chosen block) and validation MSE.
+
+    ``vg(params, X, y) -> (loss, grads)``.
+    """
     import jax
     import jax.numpy as jnp
-
-    vg = jax.value_and_grad(loss_fn)
 
     @jax.jit
     def run(p):
@@ -118,9 +119,6 @@ def run_point(section: Mapping[str, Any], L: int, seeds: Sequence[int]) -> dict[
               "rnn_final_train", "rnn_nonfinite"):
         out[k] = []
 
-    def tf_loss(p, X, y):
-        return jnp.mean((model.forward(p, X) - y) ** 2)
-
     def rnn_loss(p, X, y):
         return jnp.mean((indrnn_forward(p, X) - y) ** 2)
 
@@ -129,13 +127,13 @@ def run_point(section: Mapping[str, Any], L: int, seeds: Sequence[int]) -> dict[
         key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), L)
         ktf, krnn = jax.random.split(key)
         p_tf = model.init_params(ktf, m, Xtr.shape[1])
-        losses, vals, gn = _train_recorded(tf_loss, lambda g: jnp.sqrt(jnp.sum(g.W**2)), p_tf, Xtr, ytr, Xva, yva,
+        losses, vals, gn = _train_recorded(model.loss_and_grad, lambda g: jnp.sqrt(jnp.sum(g.W**2)), p_tf, Xtr, ytr, Xva, yva,
                                            model.forward, steps, lr)
         out["tf_min_val"].append(float(jnp.nanmin(vals)))
         out["tf_grad_blockmax"].append(block_max_mean(np.asarray(gn), int(section["grad_block"])))
         out["tf_final_train"].append(float(losses[-1]))
         p_rnn = init_indrnn(krnn, m, Xtr.shape[1])
-        losses, vals, gn = _train_recorded(rnn_loss, lambda g: jnp.sqrt(jnp.sum(g.u**2)), p_rnn, Xtr, ytr, Xva, yva,
+        losses, vals, gn = _train_recorded(jax.value_and_grad(rnn_loss), lambda g: jnp.sqrt(jnp.sum(g.u**2)), p_rnn, Xtr, ytr, Xva, yva,
                                            indrnn_forward, steps, lr)
         vals = np.asarray(vals)
         out["rnn_nonfinite"].append(int(np.sum(~np.isfinite(vals))))
@@ -162,9 +160,11 @@ def n_shards(section: Mapping[str, Any]) -> int:
 
 
 def run_a4_shard(params: dict, ctx) -> dict:
-    """A4 shard: tasks ``shard, shard+K, ...`` of :func:`tasks`."""
+    """A4 shard: its share of :func:`tasks` (cost-balanced, cost ~ L + 1)."""
+    from ntkrepro.arda2026.scaling import balance
+
     shard, K = int(params["shard"]), n_shards(params)
-    todo = tasks(params)[shard::K]
+    todo = balance(tasks(params), [t["L"] + 1 for t in tasks(params)], K)[shard]
     rows = [run_point(params, t["L"], t["seeds"]) for t in ctx.progress(todo, desc=f"A4 shard {shard}")]
     return {"claim": "A4", "shard": shard, "n_shards": K, "tasks": rows}
 

@@ -220,11 +220,12 @@ def ntk_parts(params: Params, X1: jax.Array, X2: jax.Array | None = None) -> dic
     m = params.c.shape[0]
     F1 = head_features(params.W, params.U, X1)
     F2 = F1 if X2 is X1 else head_features(params.W, params.U, X2)
-    cs1 = params.c * (1.0 - F1.h**2)
-    cs2 = params.c * (1.0 - F2.h**2)
+    cs1 = (params.c * (1.0 - F1.h**2))[..., None]
+    cs2 = (params.c * (1.0 - F2.h**2))[..., None]
+    n1, n2 = X1.shape[0], X2.shape[0]
     K_c = F1.h @ F2.h.T / m
-    K_U = jnp.einsum("im,jm,imd,jmd->ij", cs1, cs2, F1.a, F2.a) / m
-    K_W = jnp.einsum("im,jm,imd,jmd->ij", cs1, cs2, F1.g, F2.g) * (F1.xT @ F2.xT.T) / m
+    K_U = (cs1 * F1.a).reshape(n1, -1) @ (cs2 * F2.a).reshape(n2, -1).T / m
+    K_W = ((cs1 * F1.g).reshape(n1, -1) @ (cs2 * F2.g).reshape(n2, -1).T) * (F1.xT @ F2.xT.T) / m
     return {"output": K_c, "value": K_U, "attention": K_W}
 
 

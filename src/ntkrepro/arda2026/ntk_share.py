@@ -35,6 +35,8 @@ def run_a5(params: dict, ctx) -> dict:
     import jax
 
     from ntkrepro.arda2026.model import init_params, ntk_parts
+
+    _parts = jax.jit(ntk_parts)
     from ntkrepro.arda2026.teacher import sample_inputs
 
     X = sample_inputs(jax.random.PRNGKey(int(params["data_seed"])), int(params["n_inputs"]), int(params["d"]),
@@ -44,7 +46,7 @@ def run_a5(params: dict, ctx) -> dict:
     for i, m in enumerate(ctx.progress(params["widths"], desc="A5 widths")):
         for j, seed in enumerate(params["seeds"]):
             p = init_params(jax.random.fold_in(jax.random.PRNGKey(int(seed)), int(m)), int(m), int(params["d"]))
-            sh = shares({k: np.asarray(v) for k, v in ntk_parts(p, X).items()})
+            sh = shares({k: np.asarray(v) for k, v in _parts(p, X).items()})
             for k in names:
                 vals[k][i, j] = sh[k]
     out: dict[str, Any] = {"widths": list(params["widths"]), "seeds": list(params["seeds"]), "metrics": {}}

@@ -63,11 +63,36 @@ def n_shards(section: Mapping[str, Any], claim: str) -> int:
     return max(1, min(int(section["jobs"]), len(tasks(section, claim))))
 
 
+def balance(items: Sequence[Any], costs: Sequence[float], K: int) -> list[list[Any]]:
+    """Deterministic longest-processing-time split of ``items`` into ``K`` groups of similar total cost.
+
+    Each group keeps the original order of its items.
+    """
+    if K < 1:
+        raise ValueError("K must be >= 1")
+    order = sorted(range(len(items)), key=lambda i: (-costs[i], i))
+    load = [0.0] * K
+    groups: list[list[int]] = [[] for _ in range(K)]
+    for i in order:
+        k = min(range(K), key=lambda j: (load[j], j))
+        groups[k].append(i)
+        load[k] += costs[i] + 1e-9
+    return [[items[i] for i in sorted(g)] for g in groups]
+
+
+def _task_cost(task: Mapping[str, Any], claim: str) -> float:
+    """Relative cost of a task (work ~ n m T per step; a constant for start-up and compiles)."""
+    point = {"A1": "m", "A2": "n", "A3": "T"}[claim]
+    return float(task[point]) * len(task["seeds"]) + 8.0
+
+
 def shard_tasks(section: Mapping[str, Any], claim: str, shard: int) -> list[dict[str, Any]]:
+    """The tasks of shard ``shard`` (cost-balanced over :func:`n_shards` shards)."""
     K = n_shards(section, claim)
     if not 0 <= shard < K:
         raise ValueError(f"shard {shard} out of range for {K} shards")
-    return tasks(section, claim)[shard::K]
+    ts = tasks(section, claim)
+    return balance(ts, [_task_cost(t, claim) for t in ts], K)[shard]
 
 
 # ------------------------------------------------------------------------------------------
