@@ -9,17 +9,14 @@ ARDA = config["arda2026"]
 validate_section("arda2026", "../schemas/arda2026.schema.yaml")
 
 
-def _arda_section(claim):
-    """Claim section with the shared teacher settings (A1-A3)."""
-    return {**ARDA[claim], "teacher": ARDA["teacher"]}
-
-
+# claim section with the shared teacher settings (A1-A3)
+_arda_section = lambda claim: {**ARDA[claim], "teacher": ARDA["teacher"]}  # noqa: E731
 _ARDA_SHARDS = {c: _arda_scaling.n_shards(ARDA[c], c) for c in ("A1", "A2", "A3")}
 _ARDA_SHARDS["A4"] = _arda_forecasting.n_shards(ARDA["A4"])
-
-
-def _arda_shard_files(claim, what):
-    return [f"{R}/arda2026/shards/{claim}_{what}_{k}.json" for k in range(_ARDA_SHARDS[claim])]
+# the shard outputs an aggregation rule collects
+_arda_shard_files = lambda claim, what: [  # noqa: E731
+    f"{R}/arda2026/shards/{claim}_{what}_{k}.json" for k in range(_ARDA_SHARDS[claim])
+]
 
 
 # ---- A1: training loss, approximation and linearisation errors ~ m^-1/2 (Fig. 1) ----------
