@@ -13,6 +13,43 @@ def cifar10_archive_input(wildcards=None):
     return [str(p)] if p.exists() else []
 
 
+# ---- H3: empirical kernels of finite attention nets -> analytic NNGP/NTK ------------------------
+rule H3_hron2020_kernel_convergence:
+    """Monte Carlo empirical NNGP/NTK vs neural-tangents' analytic kernels over widths (ntkrepro.hron2020.convergence.run_h3)."""
+    input:
+        cifar10_archive_input,
+    output:
+        results=f"{R}/hron2020/H3_kernel_convergence.json",
+    log:
+        f"{R}/logs/hron2020/H3_kernel_convergence.log",
+    benchmark:
+        f"{R}/benchmarks/rules/H3_hron2020_kernel_convergence.tsv"
+    params:
+        cfg=as_json({**HRON["H3"], "data": CIFAR10_DATA}),
+        extra="",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=1 if SCALE == "paper" else 0,
+    shell:
+        compute_cmd("ntkrepro.hron2020.convergence:run_h3")
+
+
+register_figure(
+    "hron2020_H3_kernel_convergence",
+    results=[rules.H3_hron2020_kernel_convergence.output.results],
+    caption=(
+        "H3 (Hron et al. 2020, App. A): relative Frobenius distance between the Monte Carlo "
+        "empirical NNGP / NTK of finite conv -> attention (d^-1, tied Q/K) -> GAP networks and "
+        "neural-tangents' analytic kernels on CIFAR-10 training images, vs width (heads grow with "
+        "width), log-log; points are replicate medians with 95% bootstrap intervals, dashed lines "
+        "the fitted slopes."
+    ),
+)
+register_claim("H3", "hron2020", [rules.H3_hron2020_kernel_convergence.output.results],
+               ["hron2020_H3_kernel_convergence"])
+
+
 # ---- H4: CIFAR-10 NNGP/NTK regression benchmark -----------------------------------------------
 rule H4_hron2020_cifar10_kernels:
     """Depth/diag_reg selection on validation, test accuracies and orderings (ntkrepro.hron2020.cifar10.run_h4)."""
@@ -48,3 +85,38 @@ register_figure(
     ),
 )
 register_claim("H4", "hron2020", [rules.H4_hron2020_cifar10_kernels.output.results], ["hron2020_H4_cifar10_kernels"])
+
+
+# ---- H5: finite attention networks (flax + optax) ---------------------------------------------
+rule H5_hron2020_finite_attention:
+    """Train softmax/ReLU/identity attention x LayerNorm placements, several seeds (ntkrepro.hron2020.finite_nets.run_h5)."""
+    input:
+        cifar10_archive_input,
+    output:
+        results=f"{R}/hron2020/H5_finite_attention.json",
+    log:
+        f"{R}/logs/hron2020/H5_finite_attention.log",
+    benchmark:
+        f"{R}/benchmarks/rules/H5_hron2020_finite_attention.tsv"
+    params:
+        cfg=as_json({**HRON["H5"], "data": CIFAR10_DATA}),
+        extra="",
+    resources:
+        mem_mb=4000,
+        runtime=60 if SCALE != "paper" else 2880,
+        gpu=1 if SCALE == "paper" else 0,
+    shell:
+        compute_cmd("ntkrepro.hron2020.finite_nets:run_h5")
+
+
+register_figure(
+    "hron2020_H5_finite_attention",
+    results=[rules.H5_hron2020_finite_attention.output.results],
+    caption=(
+        "H5 (Hron et al. 2020, Fig. 3): validation accuracy of finite d^-1/2 attention networks "
+        "with positional encodings appended, trained with Adam, for softmax / ReLU / identity "
+        "attention and no LayerNorm / LayerNorm per head / LayerNorm after the output projection; "
+        "one dot per seed, bars = seed means."
+    ),
+)
+register_claim("H5", "hron2020", [rules.H5_hron2020_finite_attention.output.results], ["hron2020_H5_finite_attention"])

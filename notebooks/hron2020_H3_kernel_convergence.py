@@ -1,0 +1,59 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: ntkrepro (.venv)
+#     language: python
+#     name: ntkrepro
+# ---
+
+# %% [markdown]
+# # H3 (Hron et al. 2020, App. A): empirical NNGP/NTK -> analytic kernels as width grows
+# Plotting only: numbers from `results/hron2020/H3_kernel_convergence.json`, computed by rule
+# `H3_hron2020_kernel_convergence` (`ntkrepro.hron2020.convergence.run_h3`).
+
+# %% tags=["parameters"]
+results = ["results/hron2020/H3_kernel_convergence.json"]
+png = "results/figures/hron2020_H3_kernel_convergence.png"
+pdf = "results/figures/hron2020_H3_kernel_convergence.pdf"
+scale = "default"
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ntkrepro.io import read_json
+from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.stats import bootstrap_ci
+
+set_theme()
+res = read_json(results[0])
+rows = sorted(res["per_width"], key=lambda r: r["width"])
+w = np.array([r["width"] for r in rows], float)
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+for ax, g in zip(axes, ["nngp", "ntk"]):
+    d = np.array([r[f"{g}_distance"] for r in rows])
+    med = np.median(d, axis=1)
+    ci = np.array([[bootstrap_ci(row, np.median, n_boot=500, seed=0).low,
+                    bootstrap_ci(row, np.median, n_boot=500, seed=0).high] for row in d])
+    ax.errorbar(w, med, yerr=[med - ci[:, 0], ci[:, 1] - med], marker="o", capsize=3, label="median over replicates")
+    for j in range(d.shape[1]):
+        ax.scatter(w, d[:, j], s=8, color="0.6", zorder=1)
+    s = res["slopes"][g]
+    icpt = np.mean(np.log(med) - s["value"] * np.log(w))
+    ax.plot(w, np.exp(icpt) * w ** s["value"], "k--", lw=1,
+            label=f"fit: slope {s['value']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]")
+    ax.axhline(0.05, color="C3", ls=":", lw=1, label="neural-tangents test tolerance (5%)")
+    ax.set(xscale="log", yscale="log", xlabel="width (heads: " + ", ".join(str(r["n_heads"]) for r in rows) + ")",
+           title=f"{g.upper()}: empirical vs analytic")
+    ax.set_xticks(w, [str(int(v)) for v in w])
+    ax.legend(fontsize=7)
+axes[0].set_ylabel("relative Frobenius distance")
+fig.suptitle(f"Conv -> attention (d^-1, tied Q/K, {res['arch'].get('attention_mechanism', 'SOFTMAX').lower()}) -> GAP, "
+             f"{res['n_inputs']} CIFAR-10 images, {res['n_samples']} inits x {res['n_replicates']} replicates")
+fig.tight_layout()
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
+            substitutes=None if scale == "paper" else [f"widths <= {int(w[-1])}, {res['n_samples']} samples"])

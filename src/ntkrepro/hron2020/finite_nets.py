@@ -1,0 +1,250 @@
+r"""H5 -- finite attention networks: softmax vs ReLU vs identity attention, and LayerNorm placement.
+
+Hron et al. (2020), Sec. 4.1 / Fig. 3: finite networks with :math:`d^{-1/2}` query/key scaling and
+positional encodings appended, trained with Adam on CIFAR-10, 3 seeds; replacing softmax by ReLU
+or identity and adding LayerNorm improve accuracy, identity attention with LayerNorm after the
+output projection being best in many settings.
+
+Network (flax), for an image of :math:`S` pixels with 3 channels:
+
+.. math::
+
+    h = \mathrm{Dense}_d([x, P]), \quad
+    a_k = \phi\!\Big(\frac{(h W^Q_k)(h W^K_k)^\top}{\sqrt{d_h}}\Big)\, h W^V_k, \quad
+    o = \mathrm{Dense}_d([\mathrm{LN_{head}}(a_1), \dots, \mathrm{LN_{head}}(a_H)]),\quad
+    y = \mathrm{Dense}_{10}\big(\tfrac1S \textstyle\sum_p \mathrm{ReLU}(\mathrm{LN_{out}}(o))_p\big)
+
+with learned positional encodings :math:`P \in \mathbb R^{S\times n_\mathrm{pos}}` concatenated to
+the pixels, :math:`d_h = d/H`, :math:`\phi \in \{\mathrm{softmax}_\text{rows}, \mathrm{ReLU},
+\mathrm{id}\}` (neural-tangents' ``AttentionMechanism`` definitions), and LayerNorm either absent,
+per head (``per_head``, over each head's :math:`d_h` channels) or after the output projection
+(``output``). Loss: softmax cross-entropy; optimiser: Adam (optax) with a constant step size;
+the reported number is the validation accuracy after the last epoch, as in the paper.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.run import RunContext
+from ntkrepro.stats import Interval, bootstrap_ci
+
+log = logging.getLogger("ntkrepro.hron2020")
+
+MECHANISMS = ("softmax", "relu", "identity")
+LAYER_NORMS = ("none", "per_head", "output")
+
+
+def attention_weights(logits, mechanism):
+    """:math:`\\phi(G)`: row softmax, ReLU or identity of the scaled logits.
+
+    ``mechanism`` is a name from :data:`MECHANISMS` or its index (a traced integer is allowed, so
+    one compiled training step serves every mechanism).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    if isinstance(mechanism, str):
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"unknown attention mechanism {mechanism!r}; one of {MECHANISMS}")
+        mechanism = MECHANISMS.index(mechanism)
+    return jnp.where(mechanism == 0, jax.nn.softmax(logits, axis=-1),
+                     jnp.where(mechanism == 1, jnp.maximum(logits, 0.0), logits))
+
+
+def make_model(*, seq_len: int, d_model: int, n_heads: int, n_pos_emb: int, n_classes: int = 10):
+    """The flax module of the module docstring; ``apply(params, x, mechanism, layer_norm)`` takes the
+    mechanism and LayerNorm placement as (possibly traced) indices into :data:`MECHANISMS` and
+    :data:`LAYER_NORMS`. Both LayerNorms always own parameters; an unused one gets zero gradients,
+    so Adam leaves it untouched."""
+    import flax.linen as nn
+    import jax.numpy as jnp
+
+    if d_model % n_heads:
+        raise ValueError(f"d_model {d_model} must be a multiple of n_heads {n_heads}")
+    d_head = d_model // n_heads
+
+    class AttentionNet(nn.Module):
+        @nn.compact
+        def __call__(self, x, mechanism, layer_norm):  # x: (B, S, C)
+            pos = self.param("pos_emb", nn.initializers.normal(1.0), (seq_len, n_pos_emb))
+            x = jnp.concatenate([x, jnp.broadcast_to(pos, x.shape[:1] + pos.shape)], axis=-1)
+            h = nn.Dense(d_model, name="embed")(x)
+            q = nn.DenseGeneral((n_heads, d_head), name="query")(h)
+            k = nn.DenseGeneral((n_heads, d_head), name="key")(h)
+            v = nn.DenseGeneral((n_heads, d_head), name="value")(h)
+            logits = jnp.einsum("bshd,bthd->bhst", q, k) / jnp.sqrt(d_head)
+            a = jnp.einsum("bhst,bthd->bshd", attention_weights(logits, mechanism), v)
+            a = jnp.where(layer_norm == 1, nn.LayerNorm(name="ln_head")(a), a)  # over each head's channels
+            o = nn.DenseGeneral(d_model, axis=(-2, -1), name="out")(a)
+            o = jnp.where(layer_norm == 2, nn.LayerNorm(name="ln_out")(o), o)
+            return nn.Dense(n_classes, name="readout")(nn.relu(o).mean(axis=1))
+
+    return AttentionNet()
+
+
+def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, *, epochs: int,
+                 batch_size: int, learning_rate: float):
+    r"""A compiled ``train(seeds, mechanism, layer_norm) -> (val logits, loss curves)``.
+
+    Adam on softmax cross-entropy, ``epochs`` passes over shuffled mini-batches (the last partial
+    batch dropped); the seeds are trained in parallel (``vmap``) and the configuration indices are
+    traced, so one compilation serves every configuration. Deterministic given the seeds on CPU.
+    """
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    n = x_train.shape[0]
+    nb = n // batch_size
+    if nb < 1:
+        raise ValueError("batch_size larger than the training set")
+    xt, yt, xv = jnp.asarray(x_train), jnp.asarray(y_train), jnp.asarray(x_val)
+    opt = optax.adam(learning_rate)
+
+    def train_seed(seed, mech, ln):
+        k_init, k_shuf = jax.random.split(jax.random.PRNGKey(seed))
+        params = model.init(k_init, xt[:1], mech, ln)
+        state = opt.init(params)
+
+        def loss_fn(p, xb, yb):
+            return optax.softmax_cross_entropy_with_integer_labels(model.apply(p, xb, mech, ln), yb).mean()
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, n)[: nb * batch_size].reshape(nb, batch_size)
+
+            def step(c, idx):
+                p, s = c
+                loss, g = jax.value_and_grad(loss_fn)(p, xt[idx], yt[idx])
+                upd, s = opt.update(g, s, p)
+                return (optax.apply_updates(p, upd), s), loss
+
+            carry, losses = jax.lax.scan(step, carry, perm)
+            return carry, losses.mean()
+
+        (params, _), losses = jax.lax.scan(epoch, (params, state), jax.random.split(k_shuf, epochs))
+        return model.apply(params, xv, mech, ln), losses
+
+    return jax.jit(jax.vmap(train_seed, in_axes=(0, None, None)))
+
+
+def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Compute rule ``H5_hron2020_finite_attention``: every mechanism x LayerNorm x seed."""
+    from ntkrepro.hron2020.cifar10 import load_splits
+
+    seeds = [int(s) for s in params["seeds"]]
+    d = load_splits({**params, "seed": seeds[0]}, ctx, need_test=False)
+    size = int(params["image_size"])
+    x_train = d["x_train"].reshape(d["x_train"].shape[0], size * size, 3)
+    x_val = d["x_val"].reshape(d["x_val"].shape[0], size * size, 3)
+    model = make_model(seq_len=size * size, d_model=int(params["d_model"]), n_heads=int(params["n_heads"]),
+                       n_pos_emb=int(params["n_pos_emb"]))
+    train = make_trainer(model, x_train, d["y_train"], x_val, epochs=int(params["epochs"]),
+                         batch_size=int(params["batch_size"]), learning_rate=float(params["learning_rate"]))
+    runs = []
+    combos = [(m, ln) for m in params["mechanisms"] for ln in params["layer_norms"]]
+    for m, ln in ctx.progress(combos, desc="H5 configs"):
+        logits, losses = train(np.asarray(seeds, np.uint32), MECHANISMS.index(m), LAYER_NORMS.index(ln))
+        logits, losses = np.asarray(logits), np.asarray(losses, np.float64)
+        for i, s in enumerate(seeds):
+            correct = (logits[i].argmax(-1) == d["y_val"]).astype(np.int8)
+            finite = bool(np.all(np.isfinite(losses[i])) and np.all(np.isfinite(logits[i])))
+            runs.append({"mechanism": m, "layer_norm": ln, "seed": s, "val_accuracy": float(correct.mean()),
+                         "train_loss": losses[i].tolist(), "finite": finite, "correct": correct.tolist()})
+            log.info("H5 %s / LN %s / seed %d: val acc %.3f, final train loss %.3f", m, ln, s, correct.mean(),
+                     losses[i][-1])
+    return {"claim": "H5", "image_size": size, "n_train": int(x_train.shape[0]), "n_val": int(x_val.shape[0]),
+            "epochs": int(params["epochs"]), "seeds": seeds, "mechanisms": list(params["mechanisms"]),
+            "layer_norms": list(params["layer_norms"]), "archive": d["archive"].rsplit("/", 1)[-1],
+            "archive_sha256": d["archive_sha256"], "runs": runs}
+
+
+# --------------------------------------------------------------------------------------------
+# Criterion
+
+def paired_mean_difference(runs: list[Mapping[str, Any]], better: Mapping[str, str], worse: Mapping[str, str],
+                           over: str, n_boot: int, seed: int) -> Interval:
+    """Bootstrap CI of the mean validation-accuracy difference ``better - worse``, pairing runs that share
+    the seed and the value of ``over`` (the factor held fixed: ``layer_norm`` or ``mechanism``)."""
+    def pick(cond):
+        return {(r[over], r["seed"]): r["val_accuracy"] for r in runs if all(r[k] == v for k, v in cond.items())}
+
+    a, b = pick(better), pick(worse)
+    keys = sorted(set(a) & set(b))
+    if len(keys) < 2:
+        raise ValueError(f"fewer than two paired runs for {better} vs {worse}")
+    return bootstrap_ci(np.array([a[k] - b[k] for k in keys]), np.mean, n_boot=n_boot, seed=seed)
+
+
+_H5 = ClaimSpec(
+    id="H5",
+    paper="hron2020",
+    statement=("Finite attention networks: replacing softmax by ReLU or identity, and adding LayerNorm, improve "
+               "accuracy; identity attention with LN after the output projection is best in many settings."),
+    criterion=(
+        "Validation accuracy after the last Adam epoch, per mechanism x LayerNorm placement x seed. "
+        "(1) For ReLU and for identity: the 95% bootstrap CI of the mean paired difference to softmax (pairs share "
+        "the LayerNorm placement and the seed) -- holds if wholly above 0, refuted if wholly below 0. "
+        "(2) For LN per head and for LN after the output projection: the CI of the mean paired difference to no "
+        "LayerNorm (pairs share mechanism and seed) -- same rule. "
+        "(3) identity + LN-after-output vs the best other configuration by seed-mean accuracy: the CI of the paired "
+        "(by seed) difference -- holds if identity+output has the highest mean or the CI contains 0, refuted if the "
+        "CI lies wholly below 0. Reproduced iff all five hold; not reproduced iff any is refuted; else inconclusive."),
+)
+
+
+def _status(iv: Interval) -> str:
+    return "holds" if iv.above(0.0) else ("refuted" if iv.below(0.0) else "undecided")
+
+
+@register(_H5)
+def evaluate_h5(results: Results, scale: str) -> Evaluation:
+    """Apply the pre-registered H5 criterion to ``H5_finite_attention`` results."""
+    r = results["H5_finite_attention"]
+    runs = r["runs"]
+    n_boot, seed = 2000, 0
+    measured: dict[str, Any] = {}
+    statuses = []
+    for k, m in enumerate(("relu", "identity")):
+        iv = paired_mean_difference(runs, {"mechanism": m}, {"mechanism": "softmax"}, "layer_norm", n_boot, seed + k)
+        measured[f"acc[{m}] - acc[softmax] (paired over LN, seed)"] = iv
+        statuses.append(_status(iv))
+    for k, ln in enumerate(("per_head", "output")):
+        iv = paired_mean_difference(runs, {"layer_norm": ln}, {"layer_norm": "none"}, "mechanism", n_boot, seed + 2 + k)
+        measured[f"acc[LN {ln}] - acc[no LN] (paired over mechanism, seed)"] = iv
+        statuses.append(_status(iv))
+    configs = sorted({(x["mechanism"], x["layer_norm"]) for x in runs})
+    means = {c: float(np.mean([x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == c]))
+             for c in configs}
+    best_other = max((c for c in configs if c != ("identity", "output")), key=lambda c: means[c])
+    a = {x["seed"]: x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == ("identity", "output")}
+    b = {x["seed"]: x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == best_other}
+    diff = bootstrap_ci(np.array([a[s] - b[s] for s in sorted(set(a) & set(b))]), np.mean, n_boot=n_boot, seed=seed + 4)
+    measured[f"acc[identity+LN output] - acc[best other: {best_other[0]}+LN {best_other[1]}]"] = diff
+    top = max(means, key=means.get)
+    statuses.append("refuted" if diff.below(0.0) else ("holds" if top == ("identity", "output") or diff.contains(0.0)
+                                                       else "undecided"))
+    for c in configs:
+        measured[f"mean val acc {c[0]} + LN {c[1]}"] = means[c]
+    verdict = decide(reproduced=all(s == "holds" for s in statuses), refuted="refuted" in statuses)
+    labels = ["relu>softmax", "identity>softmax", "LN per head>none", "LN output>none", "identity+LN output best"]
+    reason = ("; ".join(f"{lab}: {st}" for lab, st in zip(labels, statuses))
+              + f". Best configuration by seed mean: {top[0]} + LN {top[1]} ({means[top]:.3f}); "
+              f"{len(r['seeds'])} seeds, {r['epochs']} epochs, {r['n_train']}/{r['n_val']} train/val images at "
+              f"{r['image_size']}x{r['image_size']}.")
+    if not all(x["finite"] for x in runs):
+        reason += " Some runs diverged (non-finite loss); they count with their measured accuracy."
+    subs = []
+    if scale != "paper":
+        subs.append(f"{r['epochs']} Adam epochs instead of 1000")
+        subs.append(f"{r['n_train']}/{r['n_val']} train/validation images at {r['image_size']}x{r['image_size']} "
+                    "instead of 45K/5K at 32x32")
+    if "subset" in r["archive"]:
+        subs.append("offline CIFAR-10 subset archive")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
+                      data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])

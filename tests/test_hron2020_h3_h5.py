@@ -1,0 +1,206 @@
+"""H3-H5 (Hron et al. 2020): model wiring vs analytic identities, estimators, training, criteria both ways."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntkrepro.hron2020 import cifar10 as h4
+from ntkrepro.hron2020 import convergence as h3
+from ntkrepro.hron2020 import finite_nets as h5
+from ntkrepro.ledger import Verdict
+from ntkrepro.nt import stax
+from ntkrepro.run import RunContext
+from ntkrepro.stats import Interval
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = {"root": str(SHARED), "archive": "cifar-10-python-subset.tar.gz",
+        "sha256": "5a851443c8aa3ac5f03e321688fcdcc6bfe88afb73aed1de7be00c509e5389d8"}
+ARCH = {"width": 8, "W_std": 1.4142, "b_std": 0.05, "lap_window": 2, "attention_mechanism": "IDENTITY",
+        "pos_emb_length": 1.0, "W_pos_emb_std": 1.0}
+needs_data = pytest.mark.skipif(not (SHARED / DATA["archive"]).exists(), reason="offline CIFAR-10 subset missing")
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.random.default_rng(0).normal(size=(4, 4, 4, 3)).astype(np.float32)
+
+
+# ---------------------------------------------------------------- H4 models
+
+def test_readouts_match_spatial_covariance(x):
+    """GAP = mean of the full spatial NNGP covariance; Flatten = mean of its diagonal (Dense W_std=1)."""
+    conv = [stax.Conv(8, (3, 3), padding="SAME", W_std=1.4142, b_std=0.05), stax.Relu()]
+    cov = np.asarray(stax.serial(*conv)[2](x, None, "nngp", diagonal_spatial=False), np.float64)  # (N,N,H,H,W,W)
+    n, h, w = cov.shape[0], cov.shape[2], cov.shape[4]
+    full = cov.transpose(0, 1, 2, 4, 3, 5).reshape(n, n, h * w, h * w)
+    gap = np.asarray(h4.build_model("gap", 1, ARCH)[2](x, None, "nngp"))
+    flat = np.asarray(h4.build_model("flatten", 1, ARCH)[2](x, None, "nngp"))
+    np.testing.assert_allclose(gap, full.mean(axis=(2, 3)), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(flat, np.einsum("nmpp->nm", full) / (h * w), rtol=1e-4, atol=1e-6)
+
+
+def test_lap_window_one_is_flatten(x):
+    lap = h4.build_model("lap", 2, {**ARCH, "lap_window": 1})[2](x, None, ("nngp", "ntk"))
+    flat = h4.build_model("flatten", 2, ARCH)[2](x, None, ("nngp", "ntk"))
+    np.testing.assert_allclose(lap.nngp, flat.nngp, rtol=2e-4)
+    np.testing.assert_allclose(lap.ntk, flat.ntk, rtol=2e-4)
+
+
+@pytest.mark.parametrize("family", h4.FAMILIES)
+def test_every_family_gives_psd_kernels(family, x):
+    k = h4.build_model(family, 1, ARCH)[2](x, None, ("nngp", "ntk"))
+    for g in ("nngp", "ntk"):
+        m = np.asarray(getattr(k, g), np.float64)
+        assert m.shape == (4, 4) and np.all(np.isfinite(m))
+        np.testing.assert_allclose(m, m.T, rtol=1e-4, atol=1e-6)
+        assert np.linalg.eigvalsh((m + m.T) / 2).min() > -1e-4 * np.abs(m).max()
+
+
+def test_struct_uses_positions(x):
+    v = np.asarray(h4.build_model("struct", 1, {**ARCH, "W_pos_emb_std": 0.0})[2](x, None, "nngp"))
+    s = np.asarray(h4.build_model("struct", 1, ARCH)[2](x, None, "nngp"))
+    assert not np.allclose(v, s, rtol=1e-3)
+    with pytest.raises(ValueError):
+        h4.build_model("nope", 1, ARCH)
+
+
+def test_paired_difference():
+    a = np.array([1, 1, 0, 1, 0, 1, 1, 0])
+    b = np.array([0, 1, 0, 0, 0, 1, 0, 0])
+    iv = h4.paired_difference(a, b, n_boot=300, seed=0)
+    assert iv.value == pytest.approx(a.mean() - b.mean()) and iv.low <= iv.value <= iv.high
+
+
+@needs_data
+def test_load_splits_and_run_h4_deterministic(tmp_path):
+    params = {"seed": 0, "n_boot": 100, "n_train": 20, "n_val": 10, "n_test": 20, "image_size": 4,
+              "families": ["gap", "struct"], "depths": [1], "diag_reg_grid": [1e-3, 1.0], "block_size": 10,
+              "dtype": "float32", "arch": ARCH, "final_depth": {}, "data": DATA, "cache_dir": str(tmp_path / "c")}
+    d = h4.load_splits(params, None)
+    assert d["x_train"].shape == (20, 4, 4, 3) and np.all(np.bincount(d["y_train"]) == 2)
+    assert d["x_test"].shape == (20, 4, 4, 3)
+    r1 = h4.run_h4(params, RunContext(scale="smoke"))
+    r2 = h4.run_h4({**params, "cache_dir": str(tmp_path / "other")}, RunContext(scale="smoke"))
+    assert r1["final"] == r2["final"] and r1["comparisons"] == r2["comparisons"]
+    assert {c["b"] for c in r1["comparisons"]} == {"gap"}  # only orderings whose families ran
+    ev = h4.evaluate_h4({"H4_cifar10_kernels": r1}, "smoke")
+    assert ev.verdict in set(Verdict) and any("subset" in s for s in ev.substitutes)
+
+
+def _h4_results(diffs, selected_depths, depths=(1, 2, 4)):
+    comps = [{"kernel": g, "a": a, "b": b, "a_is_best_attention_on_val": a == "struct",
+              "difference": Interval(v, v - 0.02, v + 0.02).as_dict()}
+             for g in ("nngp", "ntk") for (a, b), v in zip([("struct", "vanilla"), ("residual", "vanilla"),
+                                                             ("struct", "gap"), ("struct", "lap")], diffs)]
+    final = [{"family": f, "kernel": g, "depth": dp, "selected_depth": dp, "val_accuracy": 0.5,
+              "test_accuracy": Interval(0.5, 0.45, 0.55).as_dict()}
+             for g in ("nngp", "ntk") for f, dp in zip(h4.FAMILIES, selected_depths)]
+    return {"H4_cifar10_kernels": {"comparisons": comps, "final": final, "depths": list(depths), "n_train": 10,
+                                   "n_val": 5, "n_test": 10, "image_size": 8, "archive": "cifar-10-python.tar.gz",
+                                   "archive_sha256": "0"}}
+
+
+def test_h4_criterion_both_directions():
+    small = [4, 1, 1, 2, 1, 1]  # flatten deep, others shallow
+    assert h4.evaluate_h4(_h4_results([0.05] * 4, small), "paper").verdict == Verdict.REPRODUCED
+    assert h4.evaluate_h4(_h4_results([0.05, 0.05, -0.05, 0.05], small), "paper").verdict == Verdict.NOT_REPRODUCED
+    assert h4.evaluate_h4(_h4_results([0.05, 0.0, 0.05, 0.05], small), "paper").verdict == Verdict.INCONCLUSIVE
+    deep = [1, 4, 4, 4, 4, 4]
+    assert h4.evaluate_h4(_h4_results([0.05] * 4, deep), "paper").verdict == Verdict.NOT_REPRODUCED
+    # fewer than three depths: the depth ordering cannot be decided
+    assert h4.evaluate_h4(_h4_results([0.05] * 4, [1] * 6, depths=(1, 2)), "paper").verdict == Verdict.INCONCLUSIVE
+
+
+# ---------------------------------------------------------------- H3
+
+def test_h3_estimator_converges_to_analytic():
+    """A wide net's Monte Carlo kernels are close to neural-tangents' analytic ones (same architecture)."""
+    import jax
+
+    x = np.random.default_rng(1).normal(size=(3, 2, 2, 3)).astype(np.float32)
+    arch = {"W_std": 1.4142, "b_std": 0.05, "attention_mechanism": "SOFTMAX"}
+    k = h3.attention_net(8, 1, arch)[2](x, None, ("nngp", "ntk"))
+    est = h3.make_estimator(x, 128, 4, arch, n_samples=16, n_out_nngp=64)
+    e_k, e_t = est(jax.random.PRNGKey(0))
+    assert h3.rel_fro(np.asarray(e_k), np.asarray(k.nngp)) < 0.15
+    assert h3.rel_fro(np.asarray(e_t), np.asarray(k.ntk)) < 0.15
+    e_k2, _ = est(jax.random.PRNGKey(0))
+    np.testing.assert_array_equal(np.asarray(e_k), np.asarray(e_k2))
+    with pytest.raises(ValueError):
+        h3.attention_net(10, 3, arch)
+
+
+def _h3_results(exponent):
+    rng = np.random.default_rng(0)
+    widths = [16, 32, 64, 128]
+    rows = [{"width": w, "n_heads": 1, "nngp_distance": list(w ** exponent * (1 + 0.02 * rng.normal(size=4))),
+             "ntk_distance": list(w ** exponent * (1 + 0.02 * rng.normal(size=4)))} for w in widths]
+    from ntkrepro.stats import bootstrap_slope
+    slopes = {g: bootstrap_slope(np.array(widths, float), np.array([r[f"{g}_distance"] for r in rows]),
+                                 n_boot=200).as_dict() for g in ("nngp", "ntk")}
+    return {"H3_kernel_convergence": {"per_width": rows, "slopes": slopes, "n_samples": 4, "n_replicates": 4,
+                                      "n_inputs": 4, "image_size": 4, "archive": "x.tar.gz", "archive_sha256": "0"}}
+
+
+def test_h3_criterion_both_directions():
+    assert h3.evaluate_h3(_h3_results(-0.5), "smoke").verdict == Verdict.REPRODUCED
+    assert h3.evaluate_h3(_h3_results(0.3), "smoke").verdict == Verdict.NOT_REPRODUCED
+
+
+# ---------------------------------------------------------------- H5
+
+def test_attention_weights():
+    import jax.numpy as jnp
+
+    g = jnp.array([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]])
+    np.testing.assert_allclose(np.asarray(h5.attention_weights(g, "softmax")).sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(h5.attention_weights(g, "relu")), np.maximum(np.asarray(g), 0))
+    np.testing.assert_array_equal(np.asarray(h5.attention_weights(g, "identity")), np.asarray(g))
+    np.testing.assert_array_equal(np.asarray(h5.attention_weights(g, 1)), np.asarray(h5.attention_weights(g, "relu")))
+    with pytest.raises(ValueError):
+        h5.attention_weights(g, "tanh")
+
+
+def test_unused_layernorm_gets_no_gradient():
+    import jax
+    import jax.numpy as jnp
+
+    model = h5.make_model(seq_len=4, d_model=8, n_heads=2, n_pos_emb=2)
+    xb = jnp.asarray(np.random.default_rng(0).normal(size=(3, 4, 3)), jnp.float32)
+    params = model.init(jax.random.PRNGKey(0), xb, 0, 0)
+    grads = jax.grad(lambda p: model.apply(p, xb, 0, 2).sum())(params)["params"]
+    assert float(jnp.abs(grads["ln_head"]["scale"]).max()) == 0.0
+    assert float(jnp.abs(grads["ln_out"]["scale"]).max()) > 0.0
+    out = model.apply(params, xb, 2, 1)
+    assert out.shape == (3, 10)
+
+
+def test_training_learns_and_is_deterministic():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 64)
+    x = rng.normal(size=(64, 4, 3)).astype(np.float32) + 1.5 * y[:, None, None].astype(np.float32)
+    model = h5.make_model(seq_len=4, d_model=8, n_heads=2, n_pos_emb=2)
+    train = h5.make_trainer(model, x[:48], y[:48], x[48:], epochs=15, batch_size=16, learning_rate=1e-2)
+    logits, losses = train(np.array([0, 1], np.uint32), 2, 2)
+    logits2, losses2 = train(np.array([0, 1], np.uint32), 2, 2)
+    np.testing.assert_array_equal(np.asarray(logits), np.asarray(logits2))
+    losses = np.asarray(losses)
+    assert losses.shape == (2, 15) and np.all(losses[:, -1] < losses[:, 0])
+    assert (np.asarray(logits)[0].argmax(-1) == y[48:]).mean() > 0.8
+
+
+def _h5_results(acc):
+    runs = [{"mechanism": m, "layer_norm": ln, "seed": s, "val_accuracy": acc(m, ln) + 0.001 * s, "finite": True}
+            for m in h5.MECHANISMS for ln in h5.LAYER_NORMS for s in range(3)]
+    return {"H5_finite_attention": {"runs": runs, "seeds": [0, 1, 2], "epochs": 2, "n_train": 10, "n_val": 10,
+                                    "image_size": 4, "archive": "x.tar.gz", "archive_sha256": "0"}}
+
+
+def test_h5_criterion_both_directions():
+    mech = {"softmax": 0.0, "relu": 0.05, "identity": 0.08}
+    lnb = {"none": 0.0, "per_head": 0.03, "output": 0.06}
+    good = _h5_results(lambda m, ln: 0.3 + mech[m] + lnb[ln])
+    assert h5.evaluate_h5(good, "smoke").verdict == Verdict.REPRODUCED
+    bad = _h5_results(lambda m, ln: 0.3 - mech[m] + lnb[ln])
+    assert h5.evaluate_h5(bad, "smoke").verdict == Verdict.NOT_REPRODUCED
