@@ -10,6 +10,8 @@ validate_section("arda2026", "../schemas/arda2026.schema.yaml")
 
 
 # claim section with the shared teacher settings (A1-A3)
+# minutes per shard job: paper-size shards train n=5000 for 4000-5000 steps on CPU
+_ARDA_RUNTIME = 720 if SCALE == "paper" else 60
 _arda_section = lambda claim: {**ARDA[claim], "teacher": ARDA["teacher"]}  # noqa: E731
 _ARDA_SHARDS = {c: _arda_scaling.n_shards(ARDA[c], c) for c in ("A1", "A2", "A3")}
 _ARDA_SHARDS["A4"] = _arda_forecasting.n_shards(ARDA["A4"])
@@ -35,7 +37,7 @@ rule A1_arda2026_width_shard:
         extra="",
     resources:
         mem_mb=4000,
-        runtime=60,
+        runtime=_ARDA_RUNTIME,
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:run_a1_shard")
 
@@ -90,7 +92,7 @@ rule A2_arda2026_sample_size_shard:
         extra="",
     resources:
         mem_mb=4000,
-        runtime=30,
+        runtime=_ARDA_RUNTIME,
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:run_a2_shard")
 
@@ -143,7 +145,7 @@ rule A3_arda2026_sequence_length_shard:
         extra="",
     resources:
         mem_mb=4000,
-        runtime=60,
+        runtime=_ARDA_RUNTIME,
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:run_a3_shard")
 
@@ -196,7 +198,7 @@ rule A4_arda2026_lag_forecasting_shard:
         extra="",
     resources:
         mem_mb=4000,
-        runtime=60,
+        runtime=_ARDA_RUNTIME,
     shell:
         compute_cmd("ntkrepro.arda2026.forecasting:run_a4_shard")
 
