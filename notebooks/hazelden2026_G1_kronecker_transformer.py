@@ -52,5 +52,5 @@ p = res["params"]
 ax.set_title(f"G1: {res['n_sites']} weight sites, {res['rows_per_site']} (sample, time) rows x {p['n_units']} "
              f"output units per site -- verdict: {ev.verdict.value}\n"
              f"(errors of exactly 0 drawn at {FLOOR:.0e})", fontsize=9)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

@@ -49,5 +49,5 @@ ax.legend(fontsize=7, ncol=3, loc="upper left")
 label = "PRETRAINED weights" if res["weights"] == "pretrained" else "RANDOM-INIT weights (substitute)"
 ax.set_title(f"G2: {res['arch']} ({res['n_parameters']:,} parameters), {label} -- verdict: {ev.verdict.value}",
              fontsize=9)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

@@ -58,5 +58,5 @@ for row, m in enumerate(models):
     for ax in axes[row]:
         ax.legend(fontsize=6)
 fig.suptitle(f"G3 flip-flop, H={res['hidden']}, T={res['seq_len']} -- verdict: {ev.verdict.value}")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

@@ -57,5 +57,5 @@ ax.set(yscale="log", ylim=(1e-10, 2), xlabel="index", ylabel="eigenvalue / large
        title="temporal GeNTK spectrum (first seed)")
 ax.legend(fontsize=6, ncol=2)
 fig.suptitle(f"G4: GeNTK temporal rank vs input dimension (T={res['params']['seq_len']}) -- verdict: {ev.verdict.value}")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

@@ -124,7 +124,8 @@ def evaluate_g2(results: Results, scale: str) -> Evaluation:
     verdict = decide(reproduced=covered and mx <= TOL["float32"], refuted=mx > TOL["float32"])
     reason = (f"{r['arch']} ({r['weights']}): max rel. error {mx:.2e} over {len(sites)} sites in "
               f"{len(layers)} layers (tol 1e-5)" + ("" if covered else "; incomplete coverage"))
-    return Evaluation(measured, verdict, reason, substitutes=subs)
+    data = [p["weights_path"]] if r["weights"] == "pretrained" and p.get("weights_path") else []
+    return Evaluation(measured, verdict, reason, substitutes=subs, data=data)
 
 
 # ---------------------------------------------------------------------------------------------
