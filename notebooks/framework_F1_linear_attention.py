@@ -53,5 +53,5 @@ ax.plot(np.arange(d.size), d, "o-")
 ax.set(xlabel="position s", ylabel="Theta(x, x)_ss (closed form)",
        title=f"closed form vs neural-tangents: max rel {res['closed_vs_neural_tangents_max_rel']:.1e}")
 fig.suptitle(f"F1 linear attention Q(K^T V): Theta = 4 K_ss' ||K||_F^2 -- verdict: {ev.verdict.value}")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

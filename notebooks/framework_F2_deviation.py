@@ -50,5 +50,5 @@ ax.legend(fontsize=7)
 rows = [[str(int(a)), f"{m:.3f}"] for a, m in zip(w, med)]
 tab = ax.table(cellText=rows, colLabels=["W", "median dev."], loc="lower left", bbox=[0.02, 0.02, 0.28, 0.06 * (len(rows) + 1)])
 tab.set_fontsize(7)
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

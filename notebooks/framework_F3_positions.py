@@ -56,6 +56,6 @@ for k, label in names.items():
 ax.set(xlabel="distance |s - t|", ylabel="mean K_st / mean K_ss", title="positional profile")
 ax.legend(fontsize=7)
 fig.suptitle("F3: infinite-width NTK over positions (Gaussian-token sequences)")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=None if scale == "paper" else [f"{res['params']['n_seq']} sequences of length {res['params']['seq_len']}"])

@@ -52,5 +52,5 @@ for ax, (m, title) in zip(axes[1:], [(res["ntk_reference_topk"], f"NTK rank-{res
     ax.set(title=title, xlabel="key position t", ylabel="query position s")
     fig.colorbar(im, ax=ax, fraction=0.046)
 fig.suptitle(f"F4: attention patterns vs NTK eigenvectors -- verdict: {ev.verdict.value}")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

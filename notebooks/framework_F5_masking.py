@@ -55,5 +55,5 @@ d = ev.measured["eff_rank_causal_minus_bidirectional"]
 ax.set(xlabel="effective rank, bidirectional", ylabel="effective rank, causal",
        title=f"paired diff {d.value:.2f} [{d.low:.2f}, {d.high:.2f}]")
 fig.suptitle(f"F5: causal vs bidirectional NTK -- verdict: {ev.verdict.value}")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

@@ -58,5 +58,5 @@ ax.set(xlabel="effective rank of Theta_0 (probe set)", ylabel="test MSE",
        title=f"Spearman {rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]")
 ax.legend(fontsize=7)
 fig.suptitle(f"F6: kernel regime vs width -- verdict: {ev.verdict.value}")
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
