@@ -22,6 +22,7 @@ scale = "default"
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from ntkrepro.io import read_json
 from ntkrepro.plotting import save_figure, set_theme
@@ -50,6 +51,7 @@ for ax, g in zip(axes, ["nngp", "ntk"]):
     ax.set(xscale="log", yscale="log", xlabel="width (heads: " + ", ".join(str(r["n_heads"]) for r in rows) + ")",
            title=f"{g.upper()}: empirical vs analytic")
     ax.set_xticks(w, [str(int(v)) for v in w])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=7)
 axes[0].set_ylabel("relative Frobenius distance")
 fig.suptitle(f"Conv -> attention (d^-1, tied Q/K, {res['arch'].get('attention_mechanism', 'SOFTMAX').lower()}) -> GAP, "

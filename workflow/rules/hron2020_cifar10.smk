@@ -7,17 +7,17 @@
 CIFAR10_DATA = {"root": config["data"]["root"], **config["data"]["cifar10"]}
 
 
-def cifar10_archive_input(wildcards=None):
-    """The local CIFAR-10 archive when it exists (so replacing it reruns H3-H5); a download is not an input."""
-    p = Path(CIFAR10_DATA["root"]) / CIFAR10_DATA["archive"]
-    return [str(p)] if p.exists() else []
+# The local archive, when it exists, is an input (replacing it reruns H3-H5); a download is not.
+CIFAR10_ARCHIVE_INPUT = [
+    str(p) for p in [Path(CIFAR10_DATA["root"]) / CIFAR10_DATA["archive"]] if p.exists()
+]
 
 
 # ---- H3: empirical kernels of finite attention nets -> analytic NNGP/NTK ------------------------
 rule H3_hron2020_kernel_convergence:
     """Monte Carlo empirical NNGP/NTK vs neural-tangents' analytic kernels over widths (ntkrepro.hron2020.convergence.run_h3)."""
     input:
-        cifar10_archive_input,
+        CIFAR10_ARCHIVE_INPUT,
     output:
         results=f"{R}/hron2020/H3_kernel_convergence.json",
     log:
@@ -54,7 +54,7 @@ register_claim("H3", "hron2020", [rules.H3_hron2020_kernel_convergence.output.re
 rule H4_hron2020_cifar10_kernels:
     """Depth/diag_reg selection on validation, test accuracies and orderings (ntkrepro.hron2020.cifar10.run_h4)."""
     input:
-        cifar10_archive_input,
+        CIFAR10_ARCHIVE_INPUT,
     output:
         results=f"{R}/hron2020/H4_cifar10_kernels.json",
         predictions=f"{R}/hron2020/H4_cifar10_kernels_predictions.npz",
@@ -66,7 +66,7 @@ rule H4_hron2020_cifar10_kernels:
         cfg=as_json({**HRON["H4"], "data": CIFAR10_DATA, "cache_dir": f"{R}/cache/kernels/hron2020_H4"}),
         extra=lambda wc, output: extra_outputs(predictions=output.predictions),
     resources:
-        mem_mb=8000,
+        mem_mb=8000 if SCALE != "paper" else 128000,  # paper: 50K x 50K kernels (10 GB each in fp32)
         runtime=60 if SCALE != "paper" else 2880,
         gpu=1 if SCALE == "paper" else 0,
     shell:
@@ -91,7 +91,7 @@ register_claim("H4", "hron2020", [rules.H4_hron2020_cifar10_kernels.output.resul
 rule H5_hron2020_finite_attention:
     """Train softmax/ReLU/identity attention x LayerNorm placements, several seeds (ntkrepro.hron2020.finite_nets.run_h5)."""
     input:
-        cifar10_archive_input,
+        CIFAR10_ARCHIVE_INPUT,
     output:
         results=f"{R}/hron2020/H5_finite_attention.json",
     log:
