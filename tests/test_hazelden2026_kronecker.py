@@ -192,3 +192,14 @@ def test_g4_low_dim_inputs_and_run():
     res = transformer.run_g4(p, Ctx())
     assert res["core_vs_autodiff_rel_error"] < 1e-12
     assert [r["k"] for r in res["rows"]] == [1, 3, 6]
+
+
+def test_fourier_inputs_rank_and_g4_family():
+    x = transformer.fourier_inputs(3, 40, 10, np.random.default_rng(0))
+    assert x.shape == (40, 10) and np.linalg.matrix_rank(x) == 6
+    with pytest.raises(ValueError):
+        transformer.fourier_inputs(6, 40, 10, np.random.default_rng(0))
+    p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=8, n_layers=1, seq_len=10, batch=1, d_out=1,
+             input_dims=[1, 3, 6], fourier_modes=[1, 2], n_seeds=1, seed=0)
+    res = transformer.run_g4(p, Ctx())
+    assert [r["modes"] for r in res["fourier_rows"]] == [1, 2]

@@ -202,7 +202,8 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
     "error <= 1e-8, else inconclusive); temporal kernel = partial trace over samples and output "
     "units. With seed-means per k: bounded if er_time(GeNTK) <= 1.25 er(X X^T) + 1. Reproduced if "
     ">= 80% of the k values are bounded AND Spearman(er(X), er_time(GeNTK)) >= 0.8; not "
-    "reproduced if < 50% are bounded; inconclusive otherwise.",
+    "reproduced if < 50% are bounded; inconclusive otherwise. (Fourier-feature inputs are reported, "
+    "not judged.)",
 ))
 def evaluate_g4(results: Results, scale: str) -> Evaluation:
     r = _one(results, "G4_")
@@ -219,6 +220,13 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
     measured: dict[str, Any] = {"bounded_fraction": frac, "spearman_erX_erGeNTK": rho,
                                 "er_input": er_x.tolist(), "er_gentk_time": er_t.tolist(), "input_dims": dims,
                                 "core_vs_autodiff_rel_error": check}
+    fr = r.get("fourier_rows") or []
+    if fr:
+        modes = r["fourier_modes"]
+        measured["fourier_modes"] = modes
+        measured["fourier_er_input"] = [float(np.mean([u["er_input"] for u in fr if u["modes"] == m])) for m in modes]
+        measured["fourier_er_gentk_time"] = [float(np.mean([u["er_gentk_time"] for u in fr if u["modes"] == m]))
+                                             for m in modes]
     if len(seeds) >= 2:
         excess = np.array([[u["er_gentk_time"] - (G4_SLACK_MULT * u["er_input"] + G4_SLACK_ADD)
                             for u in rows if u["seed"] == s] for s in seeds])
