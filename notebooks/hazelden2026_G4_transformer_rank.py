@@ -40,14 +40,15 @@ ex = np.array([[u["er_input"] for u in res["rows"] if u["k"] == k] for k in dims
 et = np.array([[u["er_gentk_time"] for u in res["rows"] if u["k"] == k] for k in dims])
 ax = axes[0]
 ax.errorbar(ex.mean(1), et.mean(1), xerr=[ex.mean(1) - ex.min(1), ex.max(1) - ex.mean(1)],
-            yerr=[et.mean(1) - et.min(1), et.max(1) - et.mean(1)], fmt="o-", capsize=3, label="GeNTK (temporal)")
+            yerr=[et.mean(1) - et.min(1), et.max(1) - et.mean(1)], fmt="o-", capsize=3, label="rank-k Gaussian inputs (judged)")
 for k, a, b in zip(dims, ex.mean(1), et.mean(1)):
     ax.annotate(f"k={k}", (a, b), fontsize=6, xytext=(3, -8), textcoords="offset points")
 fr = res.get("fourier_rows") or []
 if fr:
     fx = np.array([[u["er_input"] for u in fr if u["modes"] == m] for m in res["fourier_modes"]])
     ft = np.array([[u["er_gentk_time"] for u in fr if u["modes"] == m] for m in res["fourier_modes"]])
-    ax.plot(fx.mean(1), ft.mean(1), "^--", color="C2", label="Fourier-feature inputs (reported, not judged)")
+    order = np.argsort(fx.mean(1))
+    ax.plot(fx.mean(1)[order], ft.mean(1)[order], "^--", color="C2", label="Fourier-feature inputs (reported, not judged)")
     ex = np.concatenate([ex, fx])
 xx = np.linspace(0.8, ex.max() * 1.1, 50)
 ax.plot(xx, xx, ":", color="0.5", label="er = er(X)")
