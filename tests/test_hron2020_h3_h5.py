@@ -204,3 +204,17 @@ def test_h5_criterion_both_directions():
     assert h5.evaluate_h5(good, "smoke").verdict == Verdict.REPRODUCED
     bad = _h5_results(lambda m, ln: 0.3 - mech[m] + lnb[ln])
     assert h5.evaluate_h5(bad, "smoke").verdict == Verdict.NOT_REPRODUCED
+
+
+@needs_data
+def test_kernel_throughput_benchmark():
+    from ntkrepro.hron2020 import throughput
+
+    params = {"seed": 0, "arch": ARCH, "data": DATA,
+              "benchmark": {"image_size": 4, "n": 4, "repeats": 1, "depth": 1, "families": ["gap", "struct"],
+                            "matmul_size": 128}}
+    r = throughput.run_kernel_throughput(params, RunContext(scale="smoke"))
+    assert r["matmul_flops_per_second"] > 0 and len(r["rows"]) == 2
+    for row in r["rows"]:
+        assert row["pairs_per_second"] > 0 and row["xla_flops"] > 0 and row["positions"] == 16
+    assert r["target_met"] is None  # S = 16 < 64: the target does not apply

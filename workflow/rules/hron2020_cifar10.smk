@@ -63,7 +63,8 @@ rule H4_hron2020_cifar10_kernels:
     benchmark:
         f"{R}/benchmarks/rules/H4_hron2020_cifar10_kernels.tsv"
     params:
-        cfg=as_json({**HRON["H4"], "data": CIFAR10_DATA, "cache_dir": f"{R}/cache/kernels/hron2020_H4"}),
+        cfg=as_json({**{k: v for k, v in HRON["H4"].items() if k != "benchmark"}, "data": CIFAR10_DATA,
+                     "cache_dir": f"{R}/cache/kernels/hron2020_H4"}),
         extra=lambda wc, output: extra_outputs(predictions=output.predictions),
     resources:
         mem_mb=8000 if SCALE != "paper" else 128000,  # paper: 50K x 50K kernels (10 GB each in fp32)
@@ -120,3 +121,26 @@ register_figure(
     ),
 )
 register_claim("H5", "hron2020", [rules.H5_hron2020_finite_attention.output.results], ["hron2020_H5_finite_attention"])
+
+
+# ---- benchmark (not part of `all`): CIFAR-10 kernel throughput vs dense matmul ------------------
+rule H4_hron2020_kernel_throughput:
+    """Pairs/s and XLA-counted FLOP/s of the GAP / Struct kernels vs this machine's matmul FLOP/s."""
+    input:
+        CIFAR10_ARCHIVE_INPUT,
+    output:
+        results=f"{R}/benchmarks/hron2020_kernel_throughput.json",
+    log:
+        f"{R}/logs/benchmarks/hron2020_kernel_throughput.log",
+    params:
+        cfg=as_json({**HRON["H4"], "data": CIFAR10_DATA}),
+        extra="",
+    resources:
+        mem_mb=4000,
+        runtime=30,
+        gpu=1 if SCALE == "paper" else 0,
+    shell:
+        compute_cmd("ntkrepro.hron2020.throughput:run_kernel_throughput")
+
+
+BENCHMARKS.append(rules.H4_hron2020_kernel_throughput.output.results)
