@@ -133,3 +133,60 @@ def test_bad_input(net, tmp_path):
         compute_kernel_blocks(net, np.zeros((2, 3)), np.zeros((2, 4)), block_size=1, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="dtype"):
         compute_kernel_blocks(net, np.zeros((2, 3)), None, block_size=1, cache_dir=tmp_path, dtype="float16")
+
+
+_SLOW_SCRIPT = """
+import sys, time
+import numpy as np
+sys.path.insert(0, {src!r})
+from ntkrepro.kernels.blocks import compute_kernel_blocks
+
+def rbf(a, b, get):
+    time.sleep(0.3)
+    d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+    return {{"nngp": np.exp(-d2 / 2)}}
+
+x = np.random.default_rng(0).normal(size=(12, 3)).astype(np.float32)
+compute_kernel_blocks(rbf, x, None, block_size=2, cache_dir={cache!r}, get="nngp", progress=False)
+"""
+
+
+def _rbf(a, b, get):
+    d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+    return {"nngp": np.exp(-d2 / 2)}
+
+
+def test_resume_after_kill_9(tmp_path):
+    """A real SIGKILL mid-computation: finished blocks survive, the rerun computes only the rest,
+    and the kernel is bitwise equal to an uninterrupted run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    cache = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_SCRIPT.format(src=src, cache=str(cache))])
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline and len(list(cache.glob("*/block_*.npz"))) < 3:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    n_done = len(list(cache.glob("*/block_*.npz")))
+    total = len(block_grid(12, 12, 2, True))
+    assert 3 <= n_done < total
+    x = np.random.default_rng(0).normal(size=(12, 3)).astype(np.float32)
+    calls = []
+
+    def counting(a, b, get):
+        calls.append(1)
+        return _rbf(a, b, get)
+
+    resumed = compute_kernel_blocks(counting, x, None, block_size=2, cache_dir=cache, get="nngp", progress=False)
+    assert len(calls) == total - n_done
+    full = compute_kernel_blocks(_rbf, x, None, block_size=2, cache_dir=tmp_path / "clean", get="nngp",
+                                 progress=False)
+    np.testing.assert_array_equal(resumed["nngp"], full["nngp"])
