@@ -44,3 +44,13 @@ def test_provenance_has_required_fields(tmp_path):
     assert rec["data"][str(f)] == sha256_file(f) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert rec["packages"]["jax"] == "0.5.3" and rec["packages"]["neural-tangents"] == "0.6.5"
     json.dumps(rec)
+
+
+def test_atomic_outputs_have_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    write_json(tmp_path / "p.json", {"a": 1})
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "p.json").stat().st_mode) == 0o666 & ~umask

@@ -32,6 +32,9 @@ def atomic_path(path: PathLike, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp creates 0600; outputs are ordinary files
         os.replace(tmp_path, dest)
     finally:
         if tmp_path.exists():
