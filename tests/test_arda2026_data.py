@@ -116,3 +116,38 @@ def test_linearisation_gap_second_order_and_edge():
     w1 = scaling.worst_case_linearisation_error(jax.random.PRNGKey(3), p0, X, 2.0, 1)
     w5 = scaling.worst_case_linearisation_error(jax.random.PRNGKey(3), p0, X, 2.0, 5)
     assert 0 < w1 <= w5  # same start; the search keeps the largest gap seen
+
+
+def test_aggregations_on_synthetic_shards(tmp_path):
+    """Aggregators recover a planted m^-1/2 law and a planted log n growth, and reject missing seeds."""
+    from ntkrepro.io import write_json
+    from ntkrepro.run import RunContext
+
+    rng = np.random.default_rng(0)
+    widths, seeds = [8, 16, 32, 64, 128], [1, 2, 3, 4]
+    rows = [{"m": m, "n": 100, "T": 4, "seeds": seeds, "label_std": 0.3,
+             **{k: list(2.0 * m**-0.5 * np.exp(0.01 * rng.normal(size=4)))
+                for k in ("train_loss", "approx_error", "lin_error", "initial_loss")}} for m in widths]
+    files = []
+    for k in range(2):
+        f = tmp_path / f"a1_{k}.json"
+        write_json(f, {"tasks": rows[k::2]})
+        files.append(str(f))
+    out = scaling.aggregate_a1({"shard_files": files, "n_boot": 200}, RunContext(scale="smoke"))
+    for metric in scaling.METRICS_A1:
+        s = out["metrics"][metric]["slope"]
+        assert s["ci_low"] < -0.5 < s["ci_high"]
+    write_json(tmp_path / "bad.json", {"tasks": [dict(rows[0], seeds=[1, 2, 3, 5])]})
+    with pytest.raises(ValueError):
+        scaling.aggregate_a1({"shard_files": files + [str(tmp_path / "bad.json")], "n_boot": 200},
+                             RunContext(scale="smoke"))
+    # A2: error = sqrt(log n / m) (union bound) -> m* grows like log n
+    ns, ws = [100, 400, 1600, 6400], [8, 16, 32, 64, 128, 256]
+    rows2 = [{"n": n, "m": m, "T": 4, "seeds": seeds, "label_std": 0.3,
+              "approx_error": list(np.sqrt(np.log(n) / m) * np.exp(0.01 * rng.normal(size=4)))}
+             for n in ns for m in ws]
+    write_json(tmp_path / "a2.json", {"tasks": rows2})
+    a2 = scaling.aggregate_a2({"shard_files": [str(tmp_path / "a2.json")], "n_boot": 200}, RunContext(scale="smoke"))
+    assert a2["fits"]["rss_log"] < a2["fits"]["rss_pow"]
+    assert a2["exponent_p"]["ci_high"] < 0.5
+    np.testing.assert_allclose(np.array(a2["m_star"]) / np.log(ns), a2["m_star"][0] / np.log(100), rtol=0.05)
