@@ -115,3 +115,18 @@ def bootstrap_slope(x: np.ndarray, y_samples: np.ndarray, *, log: bool = True, n
     a = (1 - level) / 2
     return Interval(point, float(np.quantile(boots, a)), float(np.quantile(boots, 1 - a)), level,
                     f"bootstrap over replicates ({n_boot}), fit to {center.__name__}s")
+
+
+def effective_rank(eigvals: Sequence[float] | np.ndarray) -> float:
+    r"""Entropy effective rank (Roy & Vetterli 2007) of a PSD spectrum.
+
+    :math:`\exp(-\sum_k p_k \log p_k)` with :math:`p_k = \lambda_k / \sum_j \lambda_j` over the
+    eigenvalues clipped at 0 (round-off negatives). Shared by the framework (F3, F5, F6) and
+    global-empirical-NTK (G3, G4) spectra.
+    """
+    lam = np.clip(np.asarray(eigvals, np.float64), 0.0, None)
+    total = lam.sum()
+    if total <= 0:
+        raise ValueError("effective rank of a zero spectrum is undefined")
+    p = lam[lam > 0] / total
+    return float(np.exp(-(p * np.log(p)).sum()))

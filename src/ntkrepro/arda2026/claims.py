@@ -31,9 +31,7 @@ TEACHER_NOTE = ("teacher: transport-map construction v(w) = nu*u(w)/|u(w)|, u = 
                 "read from the setting (authors' exact code not available offline)")
 
 
-def _interval(d: Mapping[str, Any]) -> Interval:
-    return Interval(float(d["value"]), float(d["ci_low"]), float(d["ci_high"]), float(d.get("ci_level", 0.95)),
-                    str(d.get("method", "")))
+_interval = Interval.from_dict
 
 
 def substitutes_for(claim: str, params: Mapping[str, Any], scale: str) -> list[str]:

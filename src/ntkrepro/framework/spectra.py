@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ntkrepro.stats import Interval, bootstrap_slope
+from ntkrepro.stats import Interval, bootstrap_slope, effective_rank  # noqa: F401  (effective_rank re-exported)
 
 
 def gaussian_sequences(seed: int, n: int, seq_len: int, dim: int, dtype=np.float32) -> np.ndarray:
@@ -51,17 +51,6 @@ def eigh_desc(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m = np.asarray(mat, np.float64)
     w, v = np.linalg.eigh(0.5 * (m + m.T))
     return w[::-1], v[:, ::-1]
-
-
-def effective_rank(eigs: np.ndarray) -> float:
-    r"""Entropy effective rank (Roy & Vetterli 2007): :math:`\exp(-\sum_i p_i\log p_i)`,
-    :math:`p_i = \lambda_i/\sum_j\lambda_j` over the non-negative eigenvalues."""
-    lam = np.clip(np.asarray(eigs, np.float64), 0.0, None)
-    total = lam.sum()
-    if total <= 0:
-        raise ValueError("effective rank of a zero spectrum is undefined")
-    p = lam[lam > 0] / total
-    return float(np.exp(-(p * np.log(p)).sum()))
 
 
 def spectrum_energy(vecs: np.ndarray) -> np.ndarray:

@@ -43,6 +43,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ntkrepro.stats import effective_rank  # noqa: F401  (shared implementation, re-exported)
+
 
 @dataclass
 class SiteRecord:
@@ -224,19 +226,7 @@ def compare_sites(model: nn.Module, forward: Callable[[nn.Module], object], site
 
 
 # ---------------------------------------------------------------------------------------------
-# Spectra and effective ranks
-
-
-def effective_rank(eigvals: np.ndarray) -> float:
-    r"""Entropy effective rank (Roy & Vetterli 2007) of a PSD spectrum:
-    :math:`\exp(-\sum_k p_k \log p_k)`, :math:`p_k = \lambda_k / \sum_j \lambda_j` (negatives clipped to 0).
-    """
-    lam = np.clip(np.asarray(eigvals, np.float64), 0.0, None)
-    total = lam.sum()
-    if total <= 0:
-        raise ValueError("effective rank of a zero spectrum")
-    p = lam[lam > 0] / total
-    return float(np.exp(-(p * np.log(p)).sum()))
+# Spectra and effective ranks (effective_rank: ntkrepro.stats)
 
 
 def partial_traces(theta: np.ndarray, n_samples: int, n_times: int, n_units: int) -> tuple[np.ndarray, np.ndarray]:

@@ -373,8 +373,7 @@ def substitutes(r: Mapping[str, Any]) -> list[str]:
     return subs
 
 
-def _interval(d: Mapping[str, Any]) -> Interval:
-    return Interval(d["value"], d["ci_low"], d["ci_high"], d.get("ci_level", 0.95), d.get("method", ""))
+_interval = Interval.from_dict
 
 
 @register(ClaimSpec(
