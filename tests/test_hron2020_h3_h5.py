@@ -218,3 +218,30 @@ def test_kernel_throughput_benchmark():
     for row in r["rows"]:
         assert row["pairs_per_second"] > 0 and row["xla_flops"] > 0 and row["positions"] == 16
     assert r["target_met"] is None  # S = 16 < 64: the target does not apply
+
+
+@needs_data
+def test_kernel_shards_cover_everything_run_h4_needs(tmp_path, monkeypatch):
+    params = {"seed": 0, "n_boot": 100, "n_train": 20, "n_val": 10, "n_test": 20, "image_size": 4,
+              "families": ["gap", "vanilla"], "depths": [1], "final_depth": {"vanilla": 2},
+              "diag_reg_grid": [1e-2], "block_size": 10, "dtype": "float32", "arch": ARCH, "data": DATA,
+              "cache_dir": str(tmp_path / "c")}
+    d = h4.load_splits(params, None)
+    shards = [h4.shard_blocks(params, d, s, 3) for s in range(3)]
+    flat = [(f, dp, w, blk) for sh in shards for f, dp, w, blocks in sh for blk in blocks]
+    assert len(flat) == len(set(flat))  # every block in exactly one shard
+    assert {dp for _, dp, _, _ in flat} == {1, 2}  # final_depth overrides are precomputed too
+    for s in range(3):
+        out = h4.run_h4_shard({**params, "shard": s, "n_shards": 3}, RunContext(scale="paper"))
+        assert out["n_blocks"] == sum(len(b) for *_, b in shards[s])
+
+    def no_compute(*a, **k):
+        def fail(*args, **kw):
+            raise AssertionError("run_h4 recomputed a kernel block that a shard had cached")
+        return fail
+
+    monkeypatch.setattr(h4, "jitted_kernel_fn", no_compute)
+    r = h4.run_h4(params, RunContext(scale="paper"))
+    assert {f["family"] for f in r["final"]} == {"gap", "vanilla"}
+    with pytest.raises(ValueError):
+        h4.shard_blocks(params, d, 3, 3)

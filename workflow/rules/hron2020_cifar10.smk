@@ -51,10 +51,42 @@ register_claim("H3", "hron2020", [rules.H3_hron2020_kernel_convergence.output.re
 
 
 # ---- H4: CIFAR-10 NNGP/NTK regression benchmark -----------------------------------------------
+# H4's config minus keys that do not change its results (the benchmark, the fan-out).
+H4_CFG = {k: v for k, v in HRON["H4"].items() if k not in ("benchmark", "n_shards")}
+H4_CFG.update(data=CIFAR10_DATA, cache_dir=f"{R}/cache/kernels/hron2020_H4")
+# Paper scale: n_shards > 0 fans every kernel block H4 can need out over n_shards jobs (a cluster
+# runs them in parallel into the shared block cache); the H4 rule then only assembles the kernels.
+H4_SHARDS = int(HRON["H4"].get("n_shards", 0))
+
+
+rule H4_hron2020_kernel_shard:
+    """One shard of H4's kernel blocks, cached for the H4 rule (ntkrepro.hron2020.cifar10.run_h4_shard)."""
+    input:
+        CIFAR10_ARCHIVE_INPUT,
+    output:
+        results=f"{R}/hron2020/H4_kernel_shards/shard_{{shard}}.json",
+    log:
+        f"{R}/logs/hron2020/H4_kernel_shards/shard_{{shard}}.log",
+    benchmark:
+        f"{R}/benchmarks/rules/H4_hron2020_kernel_shard_{{shard}}.tsv"
+    wildcard_constraints:
+        shard=r"\d+",
+    params:
+        cfg=lambda wc: as_json({**H4_CFG, "shard": int(wc.shard), "n_shards": H4_SHARDS}),
+        extra="",
+    resources:
+        mem_mb=8000 if SCALE != "paper" else 32000,
+        runtime=60 if SCALE != "paper" else 720,
+        gpu=1 if SCALE == "paper" else 0,
+    shell:
+        compute_cmd("ntkrepro.hron2020.cifar10:run_h4_shard")
+
+
 rule H4_hron2020_cifar10_kernels:
     """Depth/diag_reg selection on validation, test accuracies and orderings (ntkrepro.hron2020.cifar10.run_h4)."""
     input:
         CIFAR10_ARCHIVE_INPUT,
+        expand(f"{R}/hron2020/H4_kernel_shards/shard_{{shard}}.json", shard=range(H4_SHARDS)),
     output:
         results=f"{R}/hron2020/H4_cifar10_kernels.json",
         predictions=f"{R}/hron2020/H4_cifar10_kernels_predictions.npz",
@@ -63,8 +95,7 @@ rule H4_hron2020_cifar10_kernels:
     benchmark:
         f"{R}/benchmarks/rules/H4_hron2020_cifar10_kernels.tsv"
     params:
-        cfg=as_json({**{k: v for k, v in HRON["H4"].items() if k != "benchmark"}, "data": CIFAR10_DATA,
-                     "cache_dir": f"{R}/cache/kernels/hron2020_H4"}),
+        cfg=as_json(H4_CFG),
         extra=lambda wc, output: extra_outputs(predictions=output.predictions),
     resources:
         mem_mb=8000 if SCALE != "paper" else 128000,  # paper: 50K x 50K kernels (10 GB each in fp32)

@@ -150,9 +150,65 @@ def load_splits(params: Mapping[str, Any], ctx: RunContext | None, *, need_test:
 # --------------------------------------------------------------------------------------------
 # Compute
 
-def _kernels(kfn, x1, x2, params: Mapping[str, Any], desc: str) -> dict[str, np.ndarray]:
-    return compute_kernel_blocks(kfn, x1, x2, block_size=int(params["block_size"]), cache_dir=params["cache_dir"],
-                                 get=KERNELS, dtype=str(params.get("dtype", "float32")), desc=desc)
+#: The kernel matrices H4 uses per (family, depth): name -> (rows, columns); ``None`` = symmetric.
+KERNEL_PAIRS = {"train": ("train", None), "val": ("val", "train"), "valval": ("val", None),
+                "test": ("test", "train"), "testval": ("test", "val")}
+
+
+def _arch_tag(params: Mapping[str, Any]) -> str:
+    return canonical_hash(describe(arch=dict(params["arch"]), image_size=int(params["image_size"])))[:12]
+
+
+def _kernel(params: Mapping[str, Any], data: Mapping[str, np.ndarray], fam: str, depth: int, which: str, kfn=None,
+            only_blocks=None) -> dict[str, np.ndarray]:
+    """The (cached, resumable) kernel ``which`` of :data:`KERNEL_PAIRS` for ``fam`` at ``depth``."""
+    rows, cols = KERNEL_PAIRS[which]
+    if kfn is None:
+        kfn = jitted_kernel_fn(fam, depth, dict(params["arch"]), int(params.get("nt_batch_size", 0)))
+    return compute_kernel_blocks(kfn, data[f"x_{rows}"], None if cols is None else data[f"x_{cols}"],
+                                 block_size=int(params["block_size"]), cache_dir=params["cache_dir"], get=KERNELS,
+                                 dtype=str(params.get("dtype", "float32")),
+                                 desc=f"H4 {fam}-d{depth} {which} [{_arch_tag(params)}]", only_blocks=only_blocks)
+
+
+def shard_blocks(params: Mapping[str, Any], data: Mapping[str, np.ndarray], shard: int, n_shards: int
+                 ) -> list[tuple[str, int, str, list[tuple[int, int]]]]:
+    """Shard ``shard`` of ``n_shards`` of every kernel block H4 can need (all families, depths and
+    :data:`KERNEL_PAIRS`), dealt round-robin: ``[(family, depth, which, blocks), ...]``."""
+    from ntkrepro.kernels.blocks import block_grid
+
+    if not 0 <= shard < n_shards:
+        raise ValueError(f"shard {shard} not in [0, {n_shards})")
+    depths = sorted({int(v) for v in params["depths"]} | {int(v) for v in dict(params.get("final_depth", {})).values()})
+    b = int(params["block_size"])
+    out, k = [], 0
+    for fam in params["families"]:
+        for depth in depths:
+            for which, (rows, cols) in KERNEL_PAIRS.items():
+                n1 = data[f"x_{rows}"].shape[0]
+                n2 = n1 if cols is None else data[f"x_{cols}"].shape[0]
+                mine = []
+                for blk in block_grid(n1, n2, b, cols is None):
+                    if k % n_shards == shard:
+                        mine.append(blk)
+                    k += 1
+                if mine:
+                    out.append((fam, depth, which, mine))
+    return out
+
+
+def run_h4_shard(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Rule ``H4_hron2020_kernel_shard`` (paper scale): compute and cache one shard of H4's kernel
+    blocks, so a cluster spreads the kernels over many jobs; ``run_h4`` then only assembles them."""
+    shard, n_shards = int(params["shard"]), int(params["n_shards"])
+    d = load_splits(params, ctx)
+    jobs = shard_blocks(params, d, shard, n_shards)
+    n_blocks = 0
+    for fam, depth, which, blocks in ctx.progress(jobs, desc=f"H4 shard {shard}/{n_shards}"):
+        _kernel(params, d, fam, depth, which, only_blocks=blocks)
+        n_blocks += len(blocks)
+    return {"claim": "H4", "shard": shard, "n_shards": n_shards, "n_blocks": n_blocks,
+            "kernels": [[f, dp, w, len(b)] for f, dp, w, b in jobs]}
 
 
 def paired_difference(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int, seed: int) -> Interval:
@@ -172,7 +228,6 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     depths = [int(v) for v in params["depths"]]
     grid = [float(v) for v in params["diag_reg_grid"]]
     nb = int(params.get("nt_batch_size", 0))
-    base = canonical_hash(describe(arch=arch, image_size=int(params["image_size"])))[:12]
 
     # 1. selection on the validation split
     sweep = []
@@ -180,8 +235,8 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         for depth in depths:
             kfn = jitted_kernel_fn(fam, depth, arch, nb)
             tag = f"{fam}-d{depth}"
-            k_tt = _kernels(kfn, xt, None, params, f"H4 {tag} train [{base}]")
-            k_vt = _kernels(kfn, xv, xt, params, f"H4 {tag} val [{base}]")
+            k_tt = _kernel(params, d, fam, depth, "train", kfn)
+            k_vt = _kernel(params, d, fam, depth, "val", kfn)
             for g in KERNELS:
                 best, scores = select_diag_reg(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), one_hot(yv, N_CLASSES), grid)
                 val_acc = max(s["accuracy"] for s in scores)
@@ -200,13 +255,10 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             sel = min(rows, key=lambda r: (-r["val_accuracy"], r["depth"]))  # ties -> shallower
             depth = final_override.get(fam, sel["depth"])
             kfn = jitted_kernel_fn(fam, depth, arch, nb)
-            tag = f"{fam}-d{depth}"
-            k_tt = _kernels(kfn, xt, None, params, f"H4 {tag} train [{base}]")[g]
-            k_vt = _kernels(kfn, xv, xt, params, f"H4 {tag} val [{base}]")[g]
-            k_vv = _kernels(kfn, xv, None, params, f"H4 {tag} valval [{base}]")[g]
+            k_tt, k_vt, k_vv, k_st, k_sv = (_kernel(params, d, fam, depth, w, kfn)[g]
+                                            for w in ("train", "val", "valval", "test", "testval"))
             k_full = np.block([[k_tt, k_vt.T], [k_vt, k_vv]])
-            k_st = np.concatenate([_kernels(kfn, xs, xt, params, f"H4 {tag} test [{base}]")[g],
-                                   _kernels(kfn, xs, xv, params, f"H4 {tag} testval [{base}]")[g]], axis=1)
+            k_st = np.concatenate([k_st, k_sv], axis=1)
             pred, jitter = kernel_regression(k_full, k_st, y_full, sel["diag_reg"], return_jitter=True)
             ok = (predicted_classes(pred) == ys).astype(np.int8)
             correct[f"{fam}_{g}"] = ok
