@@ -215,7 +215,8 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def _tex_escape(s: str) -> str:
     repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+            "<": r"\textless{}", ">": r"\textgreater{}"}
     return "".join(repl.get(c, c) for c in s)
 
 
