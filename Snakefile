@@ -15,10 +15,6 @@ min_version("9.0")
 configfile: "config/default.yaml"
 
 
-# Software for every rule: the project environment (.venv via envs/setup.sh, or --sdm conda).
-conda: "envs/environment.yaml"
-
-
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

@@ -38,6 +38,8 @@ rule A1_arda2026_width_shard:
     resources:
         mem_mb=4000,
         runtime=_ARDA_RUNTIME,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:run_a1_shard")
 
@@ -58,6 +60,8 @@ rule A1_arda2026_width_scaling:
     resources:
         mem_mb=1000,
         runtime=5,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:aggregate_a1")
 
@@ -93,6 +97,8 @@ rule A2_arda2026_sample_size_shard:
     resources:
         mem_mb=4000,
         runtime=_ARDA_RUNTIME,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:run_a2_shard")
 
@@ -113,6 +119,8 @@ rule A2_arda2026_sample_size:
     resources:
         mem_mb=1000,
         runtime=5,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:aggregate_a2")
 
@@ -146,6 +154,8 @@ rule A3_arda2026_sequence_length_shard:
     resources:
         mem_mb=4000,
         runtime=_ARDA_RUNTIME,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:run_a3_shard")
 
@@ -166,6 +176,8 @@ rule A3_arda2026_sequence_length:
     resources:
         mem_mb=1000,
         runtime=5,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.scaling:aggregate_a3")
 
@@ -199,6 +211,8 @@ rule A4_arda2026_lag_forecasting_shard:
     resources:
         mem_mb=4000,
         runtime=_ARDA_RUNTIME,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.forecasting:run_a4_shard")
 
@@ -219,6 +233,8 @@ rule A4_arda2026_lag_forecasting:
     resources:
         mem_mb=1000,
         runtime=5,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.forecasting:aggregate_a4")
 
@@ -251,6 +267,8 @@ rule A5_arda2026_attention_share:
     resources:
         mem_mb=2000,
         runtime=10,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.ntk_share:run_a5")
 
@@ -280,6 +298,8 @@ rule arda2026_training_throughput:
     resources:
         mem_mb=4000,
         runtime=20,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.arda2026.benchmark:run_throughput")
 

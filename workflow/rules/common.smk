@@ -16,6 +16,9 @@ CONFIG_HASH = canonical_hash({k: v for k, v in config.items() if k != "results_d
 _SDM = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
 PY = "python" if any("conda" in m for m in _SDM) else sys.executable
 
+# Every rule's software: the project environment (used with `--sdm conda`; otherwise .venv).
+CONDA_ENV = "../../envs/environment.yaml"
+
 # claim id -> {"paper", "results": [...], "figures": [...]}; filled by each paper's .smk file.
 CLAIMS = {}
 # figure name -> {"paper", "claim", "results", "caption", "params"}; see register_figure.

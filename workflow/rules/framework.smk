@@ -19,6 +19,8 @@ rule F1_framework_linear_attention:
     resources:
         mem_mb=3000,
         runtime=20,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.framework.linear_attention:run_f1")
 
@@ -53,6 +55,8 @@ rule F2_framework_deviation:
         mem_mb=8000,
         runtime=60,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.framework.deviation:run_f2")
 
@@ -86,6 +90,8 @@ rule F3_framework_positions:
     resources:
         mem_mb=4000,
         runtime=30,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.framework.positions:run_f3")
 
@@ -119,6 +125,8 @@ rule F5_framework_masking:
         mem_mb=4000,
         runtime=30,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.framework.masking:run_f5")
 
@@ -152,6 +160,8 @@ rule F6_framework_training:
         mem_mb=6000,
         runtime=60,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.framework.training:run_f6")
 

@@ -19,6 +19,8 @@ rule G1_hazelden2026_kronecker_transformer:
     resources:
         mem_mb=3000,
         runtime=20,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hazelden2026.transformer:run_g1")
 
@@ -53,6 +55,8 @@ rule G2_hazelden2026_kronecker_pythia:
     resources:
         mem_mb=6000,
         runtime=30,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hazelden2026.pythia:run_g2")
 
@@ -87,6 +91,8 @@ rule G3_hazelden2026_rnn_spectra:
     resources:
         mem_mb=3000,
         runtime=30,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hazelden2026.rnn:run_g3")
 
@@ -120,6 +126,8 @@ rule G4_hazelden2026_transformer_rank:
     resources:
         mem_mb=3000,
         runtime=20,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hazelden2026.transformer:run_g4")
 
@@ -154,6 +162,8 @@ rule hazelden2026_benchmark_kronecker_core:
     resources:
         mem_mb=6000,
         runtime=20,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hazelden2026.benchmark:run_benchmark")
 

@@ -20,6 +20,8 @@ rule H1_hron2020_gaussianity:
     resources:
         mem_mb=4000,
         runtime=30,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.gaussianity:run_h1")
 
@@ -52,6 +54,8 @@ rule H2_hron2020_average_pooling:
     resources:
         mem_mb=4000,
         runtime=30,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.average_pooling:run_h2")
 

@@ -31,6 +31,8 @@ rule H3_hron2020_kernel_convergence:
         mem_mb=4000,
         runtime=60,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.convergence:run_h3")
 
@@ -78,6 +80,8 @@ rule H4_hron2020_kernel_shard:
         mem_mb=8000 if SCALE != "paper" else 32000,
         runtime=60 if SCALE != "paper" else 720,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.cifar10:run_h4_shard")
 
@@ -101,6 +105,8 @@ rule H4_hron2020_cifar10_kernels:
         mem_mb=8000 if SCALE != "paper" else 128000,  # paper: 50K x 50K kernels (10 GB each in fp32)
         runtime=60 if SCALE != "paper" else 2880,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.cifar10:run_h4")
 
@@ -137,6 +143,8 @@ rule H5_hron2020_finite_attention:
         mem_mb=4000,
         runtime=60 if SCALE != "paper" else 2880,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.finite_nets:run_h5")
 
@@ -170,6 +178,8 @@ rule H4_hron2020_kernel_throughput:
         mem_mb=4000,
         runtime=30,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.throughput:run_kernel_throughput")
 

@@ -37,6 +37,8 @@ rule H6_hron2020_imdb:
         mem_mb=64000 if SCALE == "paper" else 8000,
         runtime=2880 if SCALE == "paper" else 60,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.imdb:run_h6")
 
@@ -69,6 +71,8 @@ rule H6_hron2020_imdb_kernel_throughput:
         mem_mb=8000,
         runtime=30,
         gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
     shell:
         compute_cmd("ntkrepro.hron2020.imdb:run_kernel_throughput")
 

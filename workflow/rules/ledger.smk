@@ -32,6 +32,8 @@ rule figure:
     resources:
         mem_mb=2000,
         runtime=10,
+    conda:
+        CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.notebooks {{input.notebook}} {{log.notebook}} "
         "--params-json {params.nb:q} > {log.stderr} 2>&1"
@@ -49,6 +51,8 @@ rule claim_ledger_entry:
     params:
         scale=SCALE,
         config_hash=CONFIG_HASH,
+    conda:
+        CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --results {{input.results}} "
         "--figures {input.figures} --scale {params.scale} --config-hash {params.config_hash} "
@@ -68,6 +72,8 @@ rule claims_table:
         f"{R}/logs/claims/claims_table.log",
     params:
         expected=" ".join(sorted(CLAIMS)),
+    conda:
+        CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger table {{input}} --csv {{output.csv}} --md {{output.md}} "
         "--tex {output.tex} --index {output.index} --expected {params.expected} > {log} 2>&1"

@@ -22,6 +22,8 @@ rule replication_report:
     resources:
         mem_mb=1000,
         runtime=10,
+    conda:
+        CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.report --template {{input.template}} --table {{input.table}} "
         "--entries {input.entries} --figures-json {params.figures:q} --scale {params.scale} "
