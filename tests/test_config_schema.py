@@ -28,7 +28,8 @@ def test_every_scale_validates(scale):
             validate(copy.deepcopy(cfg[section]), str(schema))
 
 
-def test_scales_have_the_same_keys():
+def test_no_scale_silently_inherits_a_default_value():
+    """Snakemake merges --configfile over config/default.yaml: every default key must be set explicitly."""
     def keys(d, prefix=""):
         out = set()
         for k, v in d.items():
@@ -37,8 +38,10 @@ def test_scales_have_the_same_keys():
                 out |= keys(v, prefix + k + ".")
         return out
 
-    ks = [keys(_load(s)) for s in SCALES]
-    assert ks[0] == ks[1] == ks[2], set.symmetric_difference(*ks[:2]) | set.symmetric_difference(*ks[1:])
+    default = keys(_load("default"))
+    for scale in ("smoke", "paper"):
+        missing = default - keys(_load(scale))
+        assert not missing, f"config/{scale}.yaml lacks {sorted(missing)} (would inherit default's value)"
 
 
 @pytest.mark.parametrize("mutate,needle", [
