@@ -205,9 +205,10 @@ def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
 
 
 def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """One row per ledger entry, sorted by claim id."""
+    """One row per ledger entry, in report order (papers as in :data:`PAPERS`, then claim number)."""
     rows = []
-    for e in sorted(entries, key=lambda e: (e["paper"], e["id"])):
+    order = list(PAPERS)
+    for e in sorted(entries, key=lambda e: (order.index(e["paper"]), int(e["id"][1:]))):
         rows.append({"id": e["id"], "paper": e["paper"], "verdict": e["verdict"], "scale": e["scale"],
                      "headline": _headline(e), "substitutes": "; ".join(e.get("substitutes", []))})
     return rows
