@@ -69,3 +69,14 @@ def test_rerun_gives_identical_ledger_numbers(dag_results, tmp_path, claim):
     b = read_json(again / "claims" / f"{claim}.json")
     assert json.dumps(a["measured"], sort_keys=True) == json.dumps(b["measured"], sort_keys=True)
     assert a["verdict"] == b["verdict"]
+
+
+def test_snakemake_html_report_has_every_figure_captioned(dag_results):
+    html = dag_results / "report.html"
+    out = _smk("--report", str(html), results=dag_results)
+    assert out.returncode == 0 and html.stat().st_size > 100_000
+    text = html.read_text(errors="replace")
+    index = read_json(dag_results / "claims" / "index.json")["claims"]
+    for claim in index:
+        assert f"Claim <strong>{claim}</strong>" in text, f"no captioned figure for {claim}"
+    assert "ERROR/" not in out.stdout + out.stderr  # caption RST rendered cleanly
