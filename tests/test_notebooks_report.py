@@ -53,7 +53,7 @@ def test_report_renders_ledger_and_figures(tmp_path, monkeypatch):
 
 def test_missing_latex_names_what_to_install(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(report.shutil, "which", lambda name: None)
-    rc = report.main(["--template", "x", "--table", "x", "--entries", "x", "--figures-json", "{}", "--scale",
+    rc = report.main(["--template", "x", "--table", "x", "--entries", "x", "--captions", "--scale",
                       "smoke", "--tex", str(tmp_path / "r.tex"), "--pdf", str(tmp_path / "r.pdf")])
     assert rc == 2 and "latexmk" in capsys.readouterr().err
     assert not (tmp_path / "r.pdf").exists()

@@ -35,11 +35,13 @@ def to_notebook(source: Path):
 
 
 def execute(source: str | Path, executed: str | Path, parameters: dict[str, Any],
-            kernel: str = KERNEL_NAME) -> None:
+            kernel: str = KERNEL_NAME, meta: str | Path | None = None, caption: str | None = None) -> None:
     """Convert ``source`` and execute it with papermill; the executed notebook goes to ``executed``.
 
     The executed notebook is written even when a cell fails (papermill's behaviour), which makes
-    it the log to read; the exception is re-raised so the Snakemake job fails.
+    it the log to read; the exception is re-raised so the Snakemake job fails. On success, ``meta``
+    (if given) receives the figure's caption record ``{figure, paper, claim, caption, png, pdf}``
+    read by the report.
     """
     import nbformat
     import papermill as pm
@@ -54,6 +56,14 @@ def execute(source: str | Path, executed: str | Path, parameters: dict[str, Any]
                             cwd=env_cwd, progress_bar=False, log_output=False)
     finally:
         tmp_in.unlink(missing_ok=True)
+    if meta is not None:
+        from ntkrepro.io import write_json
+
+        name = Path(str(parameters.get("png", source))).stem
+        paper, claim, _ = (name.split("_", 2) + ["", ""])[:3]
+        write_json(meta, {"figure": name, "paper": paper, "claim": claim, "caption": caption or "",
+                          "png": parameters.get("png"), "pdf": parameters.get("pdf"),
+                          "notebook": str(source), "executed": str(executed)})
 
 
 def _parse_value(v: str) -> Any:
@@ -71,10 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-p", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                     help="parameter (VALUE parsed as JSON when possible)")
     ap.add_argument("--params-json", default=None, help="JSON object of parameters")
+    ap.add_argument("--meta", default=None, help="where to write the figure's caption record (JSON)")
+    ap.add_argument("--caption", default=None)
     args = ap.parse_args(argv)
     params = json.loads(args.params_json) if args.params_json else {}
     params.update({k: _parse_value(v) for k, v in args.p})
-    execute(args.source, args.executed, params)
+    execute(args.source, args.executed, params, meta=args.meta, caption=args.caption)
     return 0
 
 

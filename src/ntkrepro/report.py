@@ -10,7 +10,6 @@ toolchain the build stops with a message naming what to install.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -91,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--template", required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--entries", nargs="+", required=True)
-    ap.add_argument("--figures-json", required=True)
+    ap.add_argument("--captions", nargs="*", default=[], help="figure caption records (results/figures/*.json)")
     ap.add_argument("--scale", required=True)
     ap.add_argument("--tex", required=True)
     ap.add_argument("--pdf", required=True)
@@ -100,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
     tex, pdf = Path(args.tex), Path(args.pdf)
-    source = render(Path(args.template), [read_json(p) for p in args.entries], json.loads(args.figures_json),
+    figures = {(m := read_json(p))["figure"]: m for p in args.captions}
+    source = render(Path(args.template), [read_json(p) for p in args.entries], figures,
                     Path(args.table), args.scale, tex.parent.resolve())
     with atomic_path(tex) as tmp:
         tmp.write_text(source)

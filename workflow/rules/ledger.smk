@@ -15,6 +15,7 @@ rule figure:
             subcategory="{claim}",
         ),
         pdf=f"{R}/figures/{{paper}}_{{claim}}_{{what}}.pdf",
+        meta=f"{R}/figures/{{paper}}_{{claim}}_{{what}}.json",
     log:
         notebook=f"{R}/logs/notebooks/{{paper}}_{{claim}}_{{what}}.ipynb",
         stderr=f"{R}/logs/notebooks/{{paper}}_{{claim}}_{{what}}.log",
@@ -36,7 +37,7 @@ rule figure:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.notebooks {{input.notebook}} {{log.notebook}} "
-        "--params-json {params.nb:q} > {log.stderr} 2>&1"
+        "--params-json {params.nb:q} --meta {output.meta} --caption {params.caption:q} > {log.stderr} 2>&1"
 
 
 rule claim_ledger_entry:

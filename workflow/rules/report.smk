@@ -11,13 +11,13 @@ rule replication_report:
         table=rules.claims_table.output.tex,
         entries=ledger_targets(),
         figures=figure_targets(),
+        captions=[f"{R}/figures/{name}.json" for name in sorted(FIGURES)],
     output:
         tex=f"{R}/paper/{REPORT}.tex",
         pdf=report(f"{R}/paper/{REPORT}.pdf", caption="../report/replication_report.rst", category="report"),
     log:
         f"{R}/logs/paper/{REPORT}.log",
     params:
-        figures=lambda wc: as_json(FIGURES),
         scale=SCALE,
     resources:
         mem_mb=1000,
@@ -26,5 +26,5 @@ rule replication_report:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.report --template {{input.template}} --table {{input.table}} "
-        "--entries {input.entries} --figures-json {params.figures:q} --scale {params.scale} "
+        "--entries {input.entries} --captions {input.captions} --scale {params.scale} "
         "--tex {output.tex} --pdf {output.pdf} > {log} 2>&1"
