@@ -59,3 +59,11 @@ def test_table_and_check(tmp_path):
 
 def test_tex_escape():
     assert ledger._tex_escape("a_b & 50% $x$") == r"a\_b \& 50\% \$x\$"
+
+
+def test_sign_status():
+    from ntkrepro.ledger import sign_status
+
+    assert sign_status(Interval(0.2, 0.1, 0.3)) == "holds"
+    assert sign_status(Interval(-0.2, -0.3, -0.1)) == "refuted"
+    assert sign_status(Interval(0.0, -0.1, 0.1)) == "undecided"

@@ -144,6 +144,11 @@ def decide(*, reproduced: bool, refuted: bool) -> Verdict:
     return Verdict.INCONCLUSIVE
 
 
+def sign_status(diff: Interval) -> str:
+    """``"holds"`` if the CI of a difference A - B lies wholly above 0, ``"refuted"`` if wholly below, else ``"undecided"``."""
+    return "holds" if diff.above(0.0) else ("refuted" if diff.below(0.0) else "undecided")
+
+
 def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
     """Load results files (``.json`` or ``.npz``) keyed by file stem."""
     out: dict[str, dict[str, Any]] = {}

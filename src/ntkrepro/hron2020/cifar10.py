@@ -44,7 +44,7 @@ from ntkrepro.data.cifar10 import N_CLASSES, balanced_subset, load_cifar10, prep
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
 from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
 from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes, select_diag_reg
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register, sign_status
 from ntkrepro.run import RunContext
 from ntkrepro.stats import Interval, bootstrap_ci
 
@@ -314,8 +314,7 @@ _H4 = ClaimSpec(
 )
 
 
-def _status(iv: Interval) -> str:
-    return "holds" if iv.above(0.0) else ("refuted" if iv.below(0.0) else "undecided")
+_status = sign_status
 
 
 @register(_H4)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register, sign_status
 from ntkrepro.run import RunContext
 from ntkrepro.stats import Interval, bootstrap_ci
 
@@ -198,8 +198,7 @@ _H5 = ClaimSpec(
 )
 
 
-def _status(iv: Interval) -> str:
-    return "holds" if iv.above(0.0) else ("refuted" if iv.below(0.0) else "undecided")
+_status = sign_status
 
 
 @register(_H5)
