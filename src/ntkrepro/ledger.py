@@ -144,6 +144,14 @@ def decide(*, reproduced: bool, refuted: bool) -> Verdict:
     return Verdict.INCONCLUSIVE
 
 
+def one_result(results: Results, prefix: str) -> Mapping[str, Any]:
+    """The single results file whose stem starts with ``prefix`` (a clear error otherwise)."""
+    keys = [k for k in results if k.startswith(prefix)]
+    if len(keys) != 1:
+        raise KeyError(f"expected exactly one results file starting with {prefix!r}, got {sorted(results)}")
+    return results[keys[0]]
+
+
 def sign_status(diff: Interval) -> str:
     """``"holds"`` if the CI of a difference A - B lies wholly above 0, ``"refuted"`` if wholly below, else ``"undecided"``."""
     return "holds" if diff.above(0.0) else ("refuted" if diff.below(0.0) else "undecided")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, one_result, register
 from ntkrepro.stats import Interval
 
 PAPER = "arda2026"
@@ -46,10 +46,7 @@ def substitutes_for(claim: str, params: Mapping[str, Any], scale: str) -> list[s
     return out
 
 
-def _single(results: Results, stem: str) -> Mapping[str, Any]:
-    if stem not in results:
-        raise KeyError(f"expected results file {stem}.json, got {sorted(results)}")
-    return results[stem]
+_single = one_result
 
 
 # ------------------------------------------------------------------------------------------ A1

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, one_result, register
 from ntkrepro.stats import bootstrap_ci
 
 PAPER = "hazelden2026"
@@ -40,11 +40,7 @@ G4_TREND = 0.8                             # Spearman(er(X), er_time(GeNTK)) >= 
 G4_CHECK_TOL = 1e-8                        # core-assembled GeNTK vs autodiff (validity)
 
 
-def _one(results: Results, prefix: str) -> Mapping[str, Any]:
-    keys = [k for k in results if k.startswith(prefix)]
-    if len(keys) != 1:
-        raise KeyError(f"expected exactly one results file starting with {prefix!r}, got {sorted(results)}")
-    return results[keys[0]]
+_one = one_result
 
 
 def _scale_note(scale: str) -> list[str]:
