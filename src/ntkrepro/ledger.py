@@ -26,7 +26,7 @@ from typing import Any
 
 from ntkrepro import provenance as _prov
 from ntkrepro.io import read_json, read_npz, write_json, atomic_path
-from ntkrepro.stats import Interval
+from ntkrepro.stats import Interval, PowerLine, Status, at_least
 
 
 class Verdict(str, enum.Enum):
@@ -70,13 +70,21 @@ CLAIM_MODULES: dict[str, str] = {
 
 @dataclass
 class Evaluation:
-    """What a criterion returns: measured values with uncertainty, the verdict and why."""
+    """What a criterion returns: measured values with uncertainty, the verdict and why.
+
+    ``power`` holds one :class:`~ntkrepro.stats.PowerLine` per undecided part of an
+    ``inconclusive`` verdict (CLAIMS.md rule 5): the half-width reached and the size at which the
+    same criterion would decide. ``parts`` names each part of a multi-part criterion with its
+    :class:`~ntkrepro.stats.Status`.
+    """
 
     measured: dict[str, Interval | float | int | str | list]
     verdict: Verdict
     reason: str
     substitutes: list[str] = field(default_factory=list)
     data: list[str] = field(default_factory=list)
+    power: list[PowerLine] = field(default_factory=list)
+    parts: dict[str, Status] = field(default_factory=dict)
 
 
 #: A claim's results, keyed by the stem of each results file (``H1_gaussianity.json`` -> ``H1_gaussianity``).
@@ -84,14 +92,42 @@ Results = Mapping[str, Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
+class Amendment:
+    """A change to a criterion made after results of it were seen (CLAIMS.md rule 6).
+
+    ``previous`` maps each scale where the old criterion ran to its verdict and headline numbers
+    there (e.g. ``{"default": "not_reproduced; slope -0.52 [-0.64, -0.45]"}``).
+    """
+
+    date: str
+    change: str
+    why: str
+    previous: Mapping[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"date": self.date, "change": self.change, "why": self.why, "previous": dict(self.previous)}
+
+
+@dataclass(frozen=True)
 class ClaimSpec:
-    """A claim and its pre-registered criterion (text); ``evaluate`` applies it to results."""
+    """A claim and its pre-registered criterion (text); ``evaluate`` applies it to results.
+
+    ``version`` counts criterion versions (1 = as first registered); every later version carries an
+    :class:`Amendment` in ``amendments``, oldest first, so ``version == 1 + len(amendments)``.
+    """
 
     id: str
     paper: str
     statement: str
     criterion: str
     evaluate: Callable[[Results, str], Evaluation] | None = None
+    version: int = 1
+    amendments: tuple[Amendment, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.version != 1 + len(self.amendments):
+            raise ValueError(f"claim {self.id}: criterion version {self.version} needs {self.version - 1} "
+                             f"amendment(s), has {len(self.amendments)}")
 
 
 _REGISTRY: dict[str, ClaimSpec] = {}
@@ -105,7 +141,8 @@ def register(spec: ClaimSpec) -> Callable[[Callable[[Results, str], Evaluation]]
     def deco(fn: Callable[[Results, str], Evaluation]) -> Callable[[Results, str], Evaluation]:
         if spec.id in _REGISTRY and _REGISTRY[spec.id].evaluate is not fn:
             raise ValueError(f"claim {spec.id} registered twice")
-        _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn)
+        _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn, spec.version,
+                                       tuple(spec.amendments))
         return fn
 
     return deco
@@ -152,9 +189,15 @@ def one_result(results: Results, prefix: str) -> Mapping[str, Any]:
     return results[keys[0]]
 
 
-def sign_status(diff: Interval) -> str:
-    """``"holds"`` if the CI of a difference A - B lies wholly above 0, ``"refuted"`` if wholly below, else ``"undecided"``."""
-    return "holds" if diff.above(0.0) else ("refuted" if diff.below(0.0) else "undecided")
+def sign_status(diff: Interval) -> Status:
+    """``holds`` if the CI of a difference A - B lies wholly above 0, ``refuted`` if wholly below, else ``undecided``."""
+    return at_least(diff, 0.0)
+
+
+def verdict_of(status: Status | str) -> Verdict:
+    """The verdict of a criterion whose parts were combined into one :class:`~ntkrepro.stats.Status`."""
+    st = Status(status)
+    return decide(reproduced=st is Status.HOLDS, refuted=st is Status.REFUTED)
 
 
 def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
@@ -179,7 +222,8 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
     ev = spec.evaluate(results, scale)
     if not isinstance(ev.verdict, Verdict):
         raise TypeError("criterion must return a Verdict")
-    measured = {k: (v.as_dict() if isinstance(v, Interval) else v) for k, v in ev.measured.items()}
+    measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in ev.measured.items()}
+    power = [p.as_dict() for p in ev.power] if ev.verdict is Verdict.INCONCLUSIVE else []
     paper = PAPERS[spec.paper]
     return {
         "id": spec.id,
@@ -187,9 +231,13 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
         "paper_ref": f"{paper.authors} ({paper.year}), {paper.title}, {paper.ref}",
         "statement": spec.statement,
         "criterion": spec.criterion,
+        "criterion_version": spec.version,
+        "amendments": [a.as_dict() for a in spec.amendments],
         "measured": measured,
         "verdict": ev.verdict.value,
         "reason": ev.reason,
+        "parts": {k: Status(v).value for k, v in ev.parts.items()},
+        "power": power,
         "scale": scale,
         "substitutes": list(ev.substitutes),
         "data": list(ev.data),
@@ -202,7 +250,7 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
 # --------------------------------------------------------------------------------------------
 # Aggregate table
 
-_TABLE_COLUMNS = ("id", "paper", "verdict", "scale", "headline", "substitutes")
+_TABLE_COLUMNS = ("id", "paper", "verdict", "scale", "headline", "criterion", "power", "substitutes")
 
 
 def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
@@ -222,8 +270,12 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     rows = []
     order = list(PAPERS)
     for e in sorted(entries, key=lambda e: (order.index(e["paper"]), int(e["id"][1:]))):
+        n_am = len(e.get("amendments", []))
+        crit = f"v{e.get('criterion_version', 1)}" + (f" (amended {n_am}x after results were seen)" if n_am else "")
         rows.append({"id": e["id"], "paper": e["paper"], "verdict": e["verdict"], "scale": e["scale"],
-                     "headline": _headline(e), "substitutes": "; ".join(e.get("substitutes", []))})
+                     "headline": _headline(e), "criterion": crit,
+                     "power": " | ".join(p["text"] for p in e.get("power", [])),
+                     "substitutes": "; ".join(e.get("substitutes", []))})
     return rows
 
 
@@ -253,7 +305,8 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
            rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(r['scale'])} & "
-           rf"{_tex_escape(r['headline'])} \\" for r in rows]
+           rf"{_tex_escape(r['headline'])} & {_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\"
+           for r in rows]
     with atomic_path(tex_path) as tmp:
         tmp.write_text("\n".join(tex) + "\n")
 
@@ -261,7 +314,8 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
 def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
     """Problems with the ledger: missing entries, missing keys, bad verdicts (empty list = fine)."""
     problems = []
-    required = {"id", "paper", "statement", "criterion", "measured", "verdict", "scale", "provenance"}
+    required = {"id", "paper", "statement", "criterion", "criterion_version", "amendments", "measured", "verdict",
+                "scale", "provenance"}
     for cid in expected:
         p = claims_dir / f"{cid}.json"
         if not p.exists():
@@ -275,6 +329,8 @@ def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
             problems.append(f"{cid}: bad verdict {e.get('verdict')!r}")
         if not e.get("measured"):
             problems.append(f"{cid}: nothing measured")
+        if e.get("verdict") == Verdict.INCONCLUSIVE.value and not e.get("power"):
+            problems.append(f"{cid}: inconclusive without a power line")
     return problems
 
 

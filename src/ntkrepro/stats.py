@@ -1,10 +1,21 @@
-"""Statistics shared by the claim criteria: bootstrap intervals and power-law / linear fits.
+"""Statistics shared by the claim criteria of all four papers (one home for each helper).
+
+* intervals: :class:`Interval`, :func:`bootstrap_ci`, :func:`paired_bootstrap`,
+  :func:`hierarchical_bootstrap` (outer: teacher / data draw, inner: init seed), fits
+  (:func:`linear_fit`, :func:`powerlaw_fit`, :func:`bootstrap_slope`);
+* decisions (CLAIMS.md rules 1-2): :func:`at_least`, :func:`at_most` (one-sided),
+  :func:`equivalence` (a stated margin; a wide interval never passes), :func:`combine`;
+* exact paired tests for few units: :func:`sign_test`, :func:`permutation_test`;
+* the power line of an undecided entry (rule 5): :func:`power_line`, :func:`paired_test_power`;
+* distances and associations: :func:`rel_frobenius`, :func:`spearman`, :func:`spearman_ci`,
+  :func:`ks_distance`, :func:`effective_rank`.
 
 All functions are deterministic given their ``seed`` so that ledger numbers repeat exactly.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,6 +50,15 @@ class Interval:
         """Inverse of :meth:`as_dict` (reads a ledger/results ``measured`` block)."""
         return cls(float(d["value"]), float(d["ci_low"]), float(d["ci_high"]), float(d.get("ci_level", 0.95)),
                    str(d.get("method", "")))
+
+    @property
+    def half_width(self) -> float:
+        """The larger distance from the point estimate to an interval end."""
+        return float(max(self.value - self.low, self.high - self.value))
+
+    def inside(self, low: float, high: float) -> bool:
+        """True if the whole interval lies inside ``[low, high]``."""
+        return low <= self.low and self.high <= high
 
     def as_dict(self) -> dict[str, float | str]:
         """JSON form used in the ledger's ``measured`` block."""
@@ -130,3 +150,280 @@ def effective_rank(eigvals: Sequence[float] | np.ndarray) -> float:
         raise ValueError("effective rank of a zero spectrum is undefined")
     p = lam[lam > 0] / total
     return float(np.exp(-(p * np.log(p)).sum()))
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions on intervals (CLAIMS.md, "How a criterion is written", rules 1-2)
+
+
+class Status(str, enum.Enum):
+    """Outcome of one part of a criterion: the paper's relation holds, is refuted, or is undecided."""
+
+    HOLDS = "holds"
+    REFUTED = "refuted"
+    UNDECIDED = "undecided"
+
+
+def at_least(iv: Interval, bound: float, *, refute_below: float | None = None) -> Status:
+    r"""One-sided claim "the quantity exceeds ``bound``" (e.g. A beats B: difference > 0).
+
+    Holds iff the whole interval lies above ``bound`` (:math:`\ell > b`); refuted iff it lies wholly
+    below ``refute_below`` (default ``bound``): :math:`h < b_r`. Otherwise undecided.
+    """
+    r = bound if refute_below is None else refute_below
+    if iv.high < r:
+        return Status.REFUTED
+    return Status.HOLDS if iv.low > bound else Status.UNDECIDED
+
+
+def at_most(iv: Interval, bound: float, *, refute_above: float | None = None) -> Status:
+    r"""One-sided claim "the quantity does not exceed ``bound``" (e.g. loss does not grow with T).
+
+    Holds iff :math:`h \le b`; refuted iff :math:`\ell > b_r` (default :math:`b_r = b`); else undecided.
+    A quantity that falls is consistent with the claim.
+    """
+    r = bound if refute_above is None else refute_above
+    if iv.low > r:
+        return Status.REFUTED
+    return Status.HOLDS if iv.high <= bound else Status.UNDECIDED
+
+
+def equivalence(iv: Interval, low: float, high: float) -> Status:
+    r"""Equivalence with a stated margin: holds iff :math:`[\ell, h] \subseteq [a, b]`; refuted iff
+    the interval lies wholly outside (:math:`h < a` or :math:`\ell > b`); otherwise undecided.
+
+    An interval that merely contains the target is *undecided*: a wide interval never passes.
+    """
+    if low > high:
+        raise ValueError("equivalence margin needs low <= high")
+    if iv.high < low or iv.low > high:
+        return Status.REFUTED
+    return Status.HOLDS if (low <= iv.low and iv.high <= high) else Status.UNDECIDED
+
+
+def combine(statuses: Sequence[Status | str]) -> Status:
+    """All parts hold -> HOLDS; any part refuted -> REFUTED; otherwise UNDECIDED."""
+    s = [Status(x) for x in statuses]
+    if any(x is Status.REFUTED for x in s):
+        return Status.REFUTED
+    return Status.HOLDS if s and all(x is Status.HOLDS for x in s) else Status.UNDECIDED
+
+
+# --------------------------------------------------------------------------------------------
+# Power line (rule 5)
+
+
+@dataclass(frozen=True)
+class PowerLine:
+    r"""What an undecided interval reached and the size at which the same criterion would decide.
+
+    With half-width :math:`w` at size :math:`n` and :math:`w \propto n^{-\gamma}` (:math:`\gamma=1/2`
+    for means over seeds, examples or draws), the criterion decides once :math:`w` falls below the
+    distance :math:`\delta` from the point estimate to the nearest threshold the interval straddles:
+    :math:`n^\ast = n\,(w/\delta)^{1/\gamma}`. ``needed`` is ``inf`` when the point estimate sits on
+    a threshold (no size decides).
+    """
+
+    quantity: str
+    half_width: float
+    needed_half_width: float
+    size_name: str
+    size: float
+    needed: float
+
+    def text(self) -> str:
+        """One line for the ledger and the report."""
+        if not np.isfinite(self.needed):
+            return (f"{self.quantity}: half-width {self.half_width:.3g}; the point estimate lies on a threshold, "
+                    f"so no {self.size_name} decides it")
+        return (f"{self.quantity}: half-width {self.half_width:.3g} at {self.size_name}={self.size:g}; "
+                f"needs <= {self.needed_half_width:.3g}, i.e. {self.size_name} ~ {int(np.ceil(self.needed)):d} "
+                f"at the measured variance")
+
+    def as_dict(self) -> dict[str, float | str]:
+        return {"quantity": self.quantity, "half_width": float(self.half_width),
+                "needed_half_width": float(self.needed_half_width), "size_name": self.size_name,
+                "size": float(self.size), "needed": float(self.needed), "text": self.text()}
+
+
+def power_line(quantity: str, iv: Interval, thresholds: Sequence[float], *, size: float, size_name: str,
+               rate: float = 0.5) -> PowerLine | None:
+    r"""Power line of ``iv`` against the criterion's ``thresholds``; ``None`` if no threshold is straddled.
+
+    The needed half-width is :math:`\delta = \min_t |\hat v - t|` over the thresholds :math:`t` inside
+    :math:`[\ell, h]`; the half-width is the larger of :math:`\hat v-\ell` and :math:`h-\hat v` (a
+    percentile interval can be skewed). ``rate`` is :math:`\gamma` in :math:`w\propto n^{-\gamma}`.
+    """
+    inside = [t for t in thresholds if iv.low <= t <= iv.high]
+    if not inside:
+        return None
+    hw = float(max(iv.value - iv.low, iv.high - iv.value))
+    delta = float(min(abs(iv.value - t) for t in inside))
+    needed = size * (hw / delta) ** (1.0 / rate) if delta > 0 and hw > 0 else float("inf")
+    return PowerLine(quantity, hw, delta, size_name, float(size), float(max(needed, size)))
+
+
+# --------------------------------------------------------------------------------------------
+# Resampling: paired, hierarchical, exact paired tests (rule 4)
+
+
+def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, n_boot: int = 2000,
+                     level: float = 0.95, seed: int = 0) -> Interval:
+    r"""Mean paired difference :math:`\overline{a-b}` with a percentile bootstrap over the shared units
+    (test points, seeds): the units are resampled jointly for both arms."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired comparison needs the same units, got shapes {a.shape} and {b.shape}")
+    iv = bootstrap_ci(a - b, np.mean, n_boot=n_boot, level=level, seed=seed)
+    return Interval(iv.value, iv.low, iv.high, iv.level, "paired " + iv.method)
+
+
+def hierarchical_resample(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One two-stage resample of ``y`` with shape ``(..., n_outer, n_inner)``.
+
+    For every leading index independently: draw outer units (teacher / data draws) with
+    replacement, then within each drawn outer unit draw inner units (init seeds) with replacement.
+    """
+    y = np.asarray(y)
+    *lead, n_out, n_in = y.shape
+    oi = rng.integers(0, n_out, size=(*lead, n_out))
+    ii = rng.integers(0, n_in, size=(*lead, n_out, n_in))
+    outer = np.take_along_axis(y, oi[..., None].repeat(n_in, axis=-1), axis=-2)
+    return np.take_along_axis(outer, ii, axis=-1)
+
+
+def hierarchical_bootstrap(y: np.ndarray, statistic: Callable[[np.ndarray], float], *, n_boot: int = 2000,
+                           level: float = 0.95, seed: int = 0) -> Interval:
+    r"""Percentile interval of ``statistic(y)`` under the two-stage resample of :func:`hierarchical_resample`.
+
+    ``y`` has shape ``(..., n_outer, n_inner)``; e.g. ``(n_T, n_teachers, n_seeds)`` for a slope over
+    T whose interval must carry both the teacher and the seed variance.
+    """
+    y = np.asarray(y, float)
+    if y.shape[-2] < 2 or y.shape[-1] < 1:
+        raise ValueError("a hierarchical bootstrap needs at least two outer units")
+    rng = np.random.default_rng(seed)
+    boots = np.array([statistic(hierarchical_resample(y, rng)) for _ in range(n_boot)])
+    a = (1 - level) / 2
+    return Interval(float(statistic(y)), float(np.quantile(boots, a)), float(np.quantile(boots, 1 - a)), level,
+                    f"hierarchical bootstrap (outer x inner = {y.shape[-2]} x {y.shape[-1]}), {n_boot} resamples")
+
+
+def slope_statistic(x: Sequence[float], *, log_x: bool = True, log_y: bool = True,
+                    center: Callable = np.mean) -> Callable[[np.ndarray], float]:
+    """``statistic(y)`` for :func:`hierarchical_bootstrap`: the OLS slope of the centre of ``y[i]`` vs ``x[i]``."""
+    tx = np.log(np.asarray(x, float)) if log_x else np.asarray(x, float)
+
+    def stat(y: np.ndarray) -> float:
+        c = center(np.asarray(y).reshape(len(tx), -1), axis=1)
+        return float(np.polyfit(tx, np.log(c) if log_y else c, 1)[0])
+
+    return stat
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """An exact paired test of the one-sided alternative ``mean(a - b) > 0`` (and of the reverse)."""
+
+    test: str
+    n: int
+    mean_difference: float
+    p_greater: float
+    p_less: float
+    alpha: float = 0.05
+
+    @property
+    def status(self) -> Status:
+        """HOLDS if ``p_greater < alpha``; REFUTED if ``p_less < alpha``; else UNDECIDED."""
+        if self.p_greater < self.alpha:
+            return Status.HOLDS
+        return Status.REFUTED if self.p_less < self.alpha else Status.UNDECIDED
+
+    def as_dict(self) -> dict[str, float | str | int]:
+        return {"test": self.test, "n": self.n, "mean_difference": float(self.mean_difference),
+                "p_greater": float(self.p_greater), "p_less": float(self.p_less), "alpha": self.alpha,
+                "status": self.status.value}
+
+
+def sign_test(diffs: Sequence[float] | np.ndarray, *, alpha: float = 0.05) -> PairedTest:
+    """Exact sign test (``scipy.stats.binomtest``) on the paired differences, ties dropped."""
+    d = np.asarray(diffs, float)
+    d = d[np.isfinite(d)]
+    pos, neg = int((d > 0).sum()), int((d < 0).sum())
+    k = pos + neg
+    if k == 0:
+        return PairedTest("sign", 0, 0.0, 1.0, 1.0, alpha)
+    pg = _st.binomtest(pos, k, 0.5, alternative="greater").pvalue
+    pl = _st.binomtest(pos, k, 0.5, alternative="less").pvalue
+    return PairedTest("sign", int(d.size), float(d.mean()), float(pg), float(pl), alpha)
+
+
+def permutation_test(diffs: Sequence[float] | np.ndarray, *, alpha: float = 0.05, n_resamples: int = 20000,
+                     seed: int = 0) -> PairedTest:
+    r"""Paired (sign-flip) permutation test of the mean difference (``scipy.stats.permutation_test``).
+
+    Exact over all :math:`2^n` sign flips when :math:`2^n \le` ``n_resamples``, Monte Carlo otherwise.
+    """
+    d = np.asarray(diffs, float)
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        return PairedTest("permutation", int(d.size), float(d.mean()) if d.size else 0.0, 1.0, 1.0, alpha)
+
+    def stat(x, axis=-1):
+        return np.mean(x, axis=axis)
+
+    out = {}
+    for alt in ("greater", "less"):
+        res = _st.permutation_test((d,), stat, permutation_type="samples", alternative=alt,
+                                   n_resamples=n_resamples, random_state=seed)
+        out[alt] = float(res.pvalue)
+    exact = 2 ** d.size <= n_resamples
+    return PairedTest("permutation (exact)" if exact else "permutation (MC)", int(d.size), float(d.mean()),
+                      out["greater"], out["less"], alpha)
+
+
+def paired_test_power(diffs: Sequence[float] | np.ndarray, quantity: str, *, alpha: float = 0.05,
+                      power: float = 0.8, size_name: str = "paired units") -> PowerLine:
+    r"""Units needed for a one-sided paired test at level ``alpha`` to detect the observed mean
+    difference with probability ``power``: :math:`n^\ast = ((z_{1-\alpha}+z_{\text{power}})\,s/|\bar d|)^2`."""
+    d = np.asarray(diffs, float)
+    d = d[np.isfinite(d)]
+    m, s = float(d.mean()), float(d.std(ddof=1)) if d.size > 1 else float("nan")
+    z = _st.norm.ppf(1 - alpha) + _st.norm.ppf(power)
+    needed = (z * s / abs(m)) ** 2 if m != 0 and np.isfinite(s) else float("inf")
+    hw = float(_st.t.ppf(0.975, max(d.size - 1, 1)) * s / np.sqrt(d.size)) if d.size > 1 else float("inf")
+    return PowerLine(quantity, hw, abs(m), size_name, float(d.size), float(max(needed, d.size)))
+
+
+# --------------------------------------------------------------------------------------------
+# Distances and associations used by several papers
+
+
+def rel_frobenius(a: np.ndarray, b: np.ndarray) -> float:
+    r""":math:`\lVert A - B\rVert_F / \lVert B\rVert_F` (``b`` is the reference)."""
+    a, b = np.asarray(a), np.asarray(b)
+    nb = float(np.linalg.norm(b))
+    if nb == 0:
+        raise ValueError("relative distance to a zero reference")
+    return float(np.linalg.norm(a - b) / nb)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation (``scipy.stats.spearmanr``); 0.0 if either input is constant."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(_st.spearmanr(x, y).statistic)
+
+
+def spearman_ci(x: Sequence[float], y: Sequence[float], *, n_boot: int = 2000, level: float = 0.95,
+                seed: int = 0) -> Interval:
+    """Spearman correlation with a percentile bootstrap over the (x, y) pairs."""
+    z = np.column_stack([np.asarray(x, float), np.asarray(y, float)])
+    iv = bootstrap_ci(z, lambda u: spearman(u[:, 0], u[:, 1]), n_boot=n_boot, level=level, seed=seed)
+    return Interval(iv.value, iv.low, iv.high, iv.level, "Spearman, " + iv.method)
+
+
+def ks_distance(samples: Sequence[float] | np.ndarray, cdf: str | Callable = "norm", args: tuple = ()) -> float:
+    """Kolmogorov-Smirnov distance of ``samples`` to ``cdf`` (``scipy.stats.kstest``)."""
+    return float(_st.kstest(np.asarray(samples, float), cdf, args=args).statistic)

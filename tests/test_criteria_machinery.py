@@ -1,0 +1,191 @@
+"""Shared criterion machinery (ntkrepro.stats decisions, tests, power lines; ledger amendments).
+
+Every decision helper is checked in four directions: the relation holds, is refuted, is
+undecided, and an underpowered wide interval around the target, which must never pass.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from ntkrepro import ledger, report
+from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Verdict, make_entry, verdict_of
+from ntkrepro.stats import (Interval, Status, at_least, at_most, bootstrap_slope, combine, equivalence, hierarchical_bootstrap,
+                            hierarchical_resample, paired_bootstrap, paired_test_power, permutation_test,
+                            power_line, rel_frobenius, sign_test, slope_statistic, spearman, spearman_ci)
+
+
+# ------------------------------------------------------------------------- one-sided, equivalence
+@pytest.mark.parametrize("iv, expected", [
+    (Interval(0.3, 0.1, 0.5), Status.HOLDS),          # reproduces
+    (Interval(-0.3, -0.5, -0.1), Status.REFUTED),     # refutes
+    (Interval(0.05, -0.05, 0.15), Status.UNDECIDED),  # inconclusive
+    (Interval(0.3, -2.0, 2.6), Status.UNDECIDED),     # underpowered: wide interval around a positive value
+])
+def test_at_least_four_directions(iv, expected):
+    assert at_least(iv, 0.0) is expected
+
+
+@pytest.mark.parametrize("iv, expected", [
+    (Interval(-0.4, -0.6, -0.2), Status.HOLDS),       # falling is consistent with "does not grow"
+    (Interval(0.5, 0.3, 0.7), Status.REFUTED),
+    (Interval(0.05, -0.1, 0.2), Status.UNDECIDED),
+    (Interval(0.0, -3.0, 3.0), Status.UNDECIDED),
+])
+def test_at_most_four_directions(iv, expected):
+    assert at_most(iv, 0.1) is expected
+
+
+@pytest.mark.parametrize("iv, expected", [
+    (Interval(-0.5, -0.6, -0.4), Status.HOLDS),
+    (Interval(-1.0, -1.2, -0.8), Status.REFUTED),
+    (Interval(-0.6, -0.8, -0.5), Status.UNDECIDED),
+    (Interval(-0.5, -2.0, 1.0), Status.UNDECIDED),    # contains -0.5 but wide: must not pass
+])
+def test_equivalence_four_directions(iv, expected):
+    assert equivalence(iv, -0.65, -0.35) is expected
+
+
+def test_refutation_margin_differs_from_holding_bound():
+    # "A beats B by something": holds above 0, refuted only when below -0.01
+    assert at_least(Interval(-0.005, -0.008, -0.002), 0.0, refute_below=-0.01) is Status.UNDECIDED
+    assert at_least(Interval(-0.05, -0.08, -0.02), 0.0, refute_below=-0.01) is Status.REFUTED
+
+
+def test_combine_and_verdict():
+    assert combine([Status.HOLDS, "holds"]) is Status.HOLDS
+    assert combine([Status.HOLDS, Status.UNDECIDED]) is Status.UNDECIDED
+    assert combine([Status.HOLDS, Status.REFUTED, Status.UNDECIDED]) is Status.REFUTED
+    assert combine([]) is Status.UNDECIDED
+    assert verdict_of(Status.HOLDS) is Verdict.REPRODUCED
+    assert verdict_of("refuted") is Verdict.NOT_REPRODUCED
+    assert verdict_of(Status.UNDECIDED) is Verdict.INCONCLUSIVE
+
+
+# ------------------------------------------------------------------------------------ power line
+def test_power_line_scales_with_square_of_half_width_ratio():
+    pl = power_line("slope", Interval(-0.5, -0.8, -0.2), [-0.65, -0.35], size=4, size_name="seeds")
+    assert pl.half_width == pytest.approx(0.3) and pl.needed_half_width == pytest.approx(0.15)
+    assert pl.needed == pytest.approx(16.0)          # (0.3 / 0.15)^2 x 4
+    assert "seeds ~ 16" in pl.text()
+
+
+def test_power_line_none_when_decided_and_inf_on_threshold():
+    assert power_line("x", Interval(0.3, 0.1, 0.5), [0.0], size=5, size_name="n") is None
+    pl = power_line("x", Interval(0.0, -0.1, 0.1), [0.0], size=5, size_name="n")
+    assert not np.isfinite(pl.needed) and "no n decides" in pl.text()
+
+
+def test_paired_test_power_matches_normal_formula():
+    d = np.array([0.1, 0.3, -0.1, 0.2, 0.0, 0.1])
+    pl = paired_test_power(d, "diff")
+    z = 1.6448536269514722 + 0.8416212335729143
+    assert pl.needed == pytest.approx((z * d.std(ddof=1) / d.mean()) ** 2)
+
+
+# ------------------------------------------------------------------------- resampling and tests
+def test_paired_bootstrap_rejects_unpaired_and_is_deterministic():
+    with pytest.raises(ValueError, match="same units"):
+        paired_bootstrap([1, 0, 1], [1, 0])
+    a = paired_bootstrap([1, 1, 0, 1], [0, 1, 0, 0], seed=3)
+    assert a == paired_bootstrap([1, 1, 0, 1], [0, 1, 0, 0], seed=3) and a.value == pytest.approx(0.5)
+
+
+def test_hierarchical_resample_keeps_outer_units_together():
+    y = np.arange(3 * 4 * 5, dtype=float).reshape(3, 4, 5)   # every value names its (x, outer) unit
+    r = hierarchical_resample(y, np.random.default_rng(0))
+    outer_of = y // 5
+    assert r.shape == y.shape
+    for i in range(3):
+        for j in range(4):   # each resampled outer unit draws inner values from one original unit
+            assert len(set((r[i, j] // 5).tolist())) == 1
+            assert set((r[i, j] // 5).tolist()) <= set(outer_of[i].ravel().tolist())
+
+
+def test_hierarchical_bootstrap_carries_teacher_variance():
+    """With a large between-teacher spread, the hierarchical interval is wider than a seeds-only one."""
+    rng = np.random.default_rng(1)
+    x = np.array([4.0, 8.0, 16.0, 32.0])
+    teacher = rng.normal(0, 0.5, size=(4, 5, 1))             # outer (teacher) effect per T
+    y = np.exp(teacher + rng.normal(0, 0.05, size=(4, 5, 6)))  # no true trend in T
+    stat = slope_statistic(x)
+    h = hierarchical_bootstrap(y, stat, n_boot=400, seed=0)
+    seeds_only = bootstrap_slope(x, y.reshape(4, 30), n_boot=400, seed=0, center=np.mean)  # teachers ignored
+    assert h.high - h.low > 2 * (seeds_only.high - seeds_only.low)
+    assert h.contains(0.0)
+
+
+def test_sign_test_exact_p_values():
+    t = sign_test([1, 2, 3, 4, 5, 6])            # 6 of 6 positive: p = 1/64
+    assert t.p_greater == pytest.approx(1 / 64) and t.status is Status.HOLDS
+    t = sign_test([-1, -2, -3, -4, -5, -6])
+    assert t.p_less == pytest.approx(1 / 64) and t.status is Status.REFUTED
+    assert sign_test([1, -1, 2, -2]).status is Status.UNDECIDED
+    assert sign_test([1, 2, 3]).status is Status.UNDECIDED   # 3 units can never reach 0.05 (1/8)
+
+
+def test_permutation_test_exact_and_underpowered():
+    t = permutation_test([0.5, 0.4, 0.6, 0.3, 0.7])   # all positive: exact p = 1/32
+    assert t.test == "permutation (exact)" and t.p_greater == pytest.approx(1 / 32)
+    assert t.status is Status.HOLDS
+    assert permutation_test([0.5, -0.4, 0.6, -0.3]).status is Status.UNDECIDED
+
+
+def test_rel_frobenius_and_spearman():
+    assert rel_frobenius(np.eye(2) * 1.1, np.eye(2)) == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        rel_frobenius(np.eye(2), np.zeros((2, 2)))
+    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0) and spearman([1, 1], [2, 3]) == 0.0
+    iv = spearman_ci(np.arange(20), np.arange(20) + np.random.default_rng(0).normal(0, 1, 20), n_boot=300)
+    assert iv.low > 0.8
+
+
+# ------------------------------------------------------------------------------ amendment log
+_AMEND = Amendment("2026-12-02", "equivalence margin instead of 'CI contains target'",
+                   "a wide interval could pass (CLAIMS.md rule 2)", {"default": "reproduced; slope -0.48 [-0.9, -0.1]"})
+
+
+def test_claimspec_version_must_match_amendments():
+    with pytest.raises(ValueError, match="amendment"):
+        ClaimSpec("Z1", "framework", "s", "c", version=2)
+    ClaimSpec("Z1", "framework", "s", "c", version=2, amendments=(_AMEND,))
+
+
+def test_amendment_and_power_appear_in_entry_table_and_report(tmp_path, monkeypatch, repo_root):
+    spec = ClaimSpec("F99", "framework", "a statement", "a criterion", version=2, amendments=(_AMEND,))
+    iv = Interval(-0.5, -2.0, 1.0)
+
+    @ledger.register(spec)
+    def _evaluate(results, scale):
+        pl = power_line("slope", iv, [-0.65, -0.35], size=3, size_name="seeds")
+        return Evaluation({"slope": iv}, verdict_of(equivalence(iv, -0.65, -0.35)), "wide", power=[pl],
+                          parts={"slope": equivalence(iv, -0.65, -0.35)})
+
+    try:
+        e = make_entry("F99", {}, scale="smoke")
+    finally:
+        ledger._REGISTRY.pop("F99")
+    assert e["verdict"] == "inconclusive" and e["criterion_version"] == 2
+    assert e["amendments"][0]["previous"]["default"].startswith("reproduced")
+    assert e["power"][0]["needed"] > 3 and e["parts"] == {"slope": "undecided"}
+    json.dumps(e)
+    claims = tmp_path / "results" / "claims"
+    claims.mkdir(parents=True)
+    ledger.write_table([e], claims / "t.csv", claims / "t.md", claims / "claims_table.tex")
+    md = (claims / "t.md").read_text()
+    assert "v2 (amended 1x after results were seen)" in md and "seeds ~" in md
+    monkeypatch.chdir(repo_root)
+    tex = report.render(repo_root / "paper" / "replication_report.tex.j2", [e], {}, claims / "claims_table.tex",
+                        "smoke", tmp_path / "results" / "paper")
+    assert "Criterion amended after results were seen" in tex and "Under the previous criterion" in tex
+    assert "Power (what would decide it)" in tex and "version 2" in tex
+
+
+def test_check_flags_inconclusive_without_power(tmp_path):
+    base = {"id": "F99", "paper": "framework", "statement": "s", "criterion": "c", "criterion_version": 1,
+            "amendments": [], "measured": {"x": 1.0}, "scale": "smoke", "provenance": {}}
+    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "inconclusive", "power": []}))
+    assert ledger.check(tmp_path, ["F99"]) == ["F99: inconclusive without a power line"]
+    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "reproduced", "power": []}))
+    assert ledger.check(tmp_path, ["F99"]) == []
