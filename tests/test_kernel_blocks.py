@@ -190,3 +190,76 @@ def test_resume_after_kill_9(tmp_path):
     full = compute_kernel_blocks(_rbf, x, None, block_size=2, cache_dir=tmp_path / "clean", get="nngp",
                                  progress=False)
     np.testing.assert_array_equal(resumed["nngp"], full["nngp"])
+
+
+# ---- issue 14, item 1: the cache is keyed on the code that computes the kernel ----------------
+
+def _counting_rbf(calls):
+    def fn(a, b, get):
+        calls.append(1)
+        return _rbf(a, b, get)
+    return fn
+
+
+def test_changed_kernel_source_recomputes_every_block(tmp_path, monkeypatch):
+    """Edit a module that builds kernel functions (a copy of the package, so nothing real is
+    touched): the warm cache must not serve the old kernels -- every block is recomputed."""
+    import shutil
+    from pathlib import Path
+
+    from ntkrepro import provenance
+
+    pkg = tmp_path / "src" / "ntkrepro"
+    shutil.copytree(Path(provenance.__file__).resolve().parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(provenance, "PACKAGE_ROOT", pkg)
+    x = np.random.default_rng(0).normal(size=(9, 3)).astype(np.float32)
+    total = len(block_grid(9, 9, 3, True))
+    kw = dict(block_size=3, cache_dir=tmp_path / "cache", get="nngp", progress=False, desc="rbf")
+    calls: list[int] = []
+    compute_kernel_blocks(_counting_rbf(calls), x, None, **kw)
+    assert len(calls) == total
+    calls.clear()
+    compute_kernel_blocks(_counting_rbf(calls), x, None, **kw)
+    assert calls == []  # unchanged code: all blocks from the cache
+    # e.g. a different W_std in the function that builds the kernel
+    builder = pkg / "hron2020" / "cifar10.py"
+    builder.write_text(builder.read_text() + "\n# W_std changed\n")
+    compute_kernel_blocks(_counting_rbf(calls), x, None, **kw)
+    assert len(calls) == total
+    calls.clear()
+    # a module outside the kernel-building set (criterion statistics) does not invalidate the cache
+    stats = pkg / "stats.py"
+    stats.write_text(stats.read_text() + "\n# criterion edit\n")
+    compute_kernel_blocks(_counting_rbf(calls), x, None, **kw)
+    assert calls == []
+
+
+@pytest.mark.parametrize("change", ["source", "versions", "backend", "explicit"])
+def test_code_fingerprint_change_recomputes_every_block(tmp_path, monkeypatch, change):
+    from ntkrepro import provenance
+    from ntkrepro.kernels import blocks
+
+    x = np.random.default_rng(1).normal(size=(7, 3)).astype(np.float32)
+    y = np.random.default_rng(2).normal(size=(5, 3)).astype(np.float32)
+    total = len(block_grid(7, 5, 2, False))
+    kw = dict(block_size=2, cache_dir=tmp_path, get="nngp", progress=False)
+    extra = {"code": "v1"} if change == "explicit" else {}
+    calls: list[int] = []
+    first = compute_kernel_blocks(_counting_rbf(calls), x, y, **kw, **extra)
+    assert len(calls) == total
+    calls.clear()
+    if change == "source":
+        monkeypatch.setattr(provenance, "hash_sources", lambda files: "0" * 64)
+    elif change == "versions":
+        monkeypatch.setattr(provenance, "package_versions", lambda: {"jax": "9.9.9"})
+    elif change == "backend":
+        extra = {"backend": "fast"}
+    else:
+        extra = {"code": "v2"}
+    again = compute_kernel_blocks(_counting_rbf(calls), x, y, **kw, **extra)
+    assert len(calls) == total
+    np.testing.assert_array_equal(again["nngp"], first["nngp"])
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
+    manifest = next(p for p in tmp_path.iterdir() if p.is_dir()) / "manifest.json"
+    assert "code" in blocks.read_json(manifest)

@@ -8,12 +8,25 @@ A provenance record is a plain dict::
 
 ``created_utc`` is the only field that differs between two identical runs; ledger comparisons
 ignore it.
+
+Code fingerprints (:func:`module_closure`, :func:`source_hash`, :func:`kernel_code_fingerprint`):
+the source of a module and of every ``ntkrepro`` module it imports (statically, anywhere in the
+file, including imports inside functions, plus the ``__init__`` of every enclosing package) is
+hashed, so that results and cached kernels are keyed on the code that computes them. The
+Snakemake compute rules embed this hash in their command line (``--code-hash``), so a changed
+module reruns exactly the rules whose closure contains it.
+
+Config inheritance (:func:`missing_keys`): a ``--configfile`` must set every key of
+``config/default.yaml`` itself; the Snakefile refuses a file that would silently inherit
+default-scale values under another scale's name.
 """
 
 from __future__ import annotations
 
+import ast
 import datetime as _dt
 import functools
+import hashlib
 import importlib.metadata as md
 import platform
 import subprocess
@@ -110,3 +123,176 @@ def collect(*, config_hash: str | None = None, section: Mapping[str, Any] | None
     if extra:
         rec.update(extra)
     return rec
+
+
+# --------------------------------------------------------------------------------------------
+# Code fingerprints
+
+#: The package's own source folder (``src/ntkrepro`` in an editable install).
+PACKAGE_ROOT = Path(__file__).resolve().parent
+_PACKAGE = "ntkrepro"
+
+
+def _module_file(module: str, root: Path) -> Path | None:
+    """``ntkrepro.a.b`` -> ``root/a/b.py`` or ``root/a/b/__init__.py`` (None if neither exists)."""
+    parts = module.split(".")
+    if parts[0] != _PACKAGE:
+        return None
+    base = root.joinpath(*parts[1:])
+    for cand in (base.with_suffix(".py") if parts[1:] else None, base / "__init__.py"):
+        if cand is not None and cand.is_file():
+            return cand
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _imports_of(path: str, mtime_ns: int, size: int, module: str, is_pkg: bool) -> tuple[str, ...]:
+    """Every ``ntkrepro`` module name a file imports (absolute or relative, at any nesting level).
+
+    ``from X import y`` yields ``X`` and ``X.y`` (``y`` may be a submodule; names that are not
+    modules are dropped later because no file exists for them).
+    """
+    tree = ast.parse(Path(path).read_bytes(), filename=path)
+    package = module if is_pkg else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names if a.name != "*")
+    return tuple(sorted(m for m in out if m == _PACKAGE or m.startswith(_PACKAGE + ".")))
+
+
+def _file_imports(path: Path, module: str) -> tuple[str, ...]:
+    st = path.stat()
+    return _imports_of(str(path), st.st_mtime_ns, st.st_size, module, path.name == "__init__.py")
+
+
+def module_closure(modules: Iterable[str], root: PathLike | None = None,
+                   files: Iterable[PathLike] = ()) -> dict[str, Path]:
+    """The ``ntkrepro`` modules that importing ``modules`` (and running ``files``) can execute.
+
+    Returns ``{module name: source file}`` for the modules themselves, every ``ntkrepro`` module
+    they import (transitively, found by parsing the source, not by importing it) and the
+    ``__init__.py`` of each enclosing package. ``root`` is the ``ntkrepro`` package folder whose
+    source is read (default: the imported package, :data:`PACKAGE_ROOT`); ``files`` are extra
+    scripts (e.g. notebooks) whose ``ntkrepro`` imports are followed. A requested module that
+    has no source file raises ``ModuleNotFoundError``.
+    """
+    rootp = Path(root) if root is not None else PACKAGE_ROOT
+    todo: list[str] = []
+    for m in modules:
+        if _module_file(m, rootp) is None:
+            raise ModuleNotFoundError(f"no source for {m!r} under {rootp}")
+        todo.append(m)
+    for f in files:
+        todo.extend(_imports_of(str(f), Path(f).stat().st_mtime_ns, Path(f).stat().st_size, "__main__", False))
+    found: dict[str, Path] = {}
+    while todo:
+        m = todo.pop()
+        if m in found:
+            continue
+        path = _module_file(m, rootp)
+        if path is None:  # a name imported from a module, not a module itself
+            continue
+        found[m] = path
+        parts = m.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        todo.extend(_file_imports(path, m))
+    return dict(sorted(found.items()))
+
+
+def package_files(packages: Iterable[str], root: PathLike | None = None) -> dict[str, Path]:
+    """Every ``.py`` file of each (sub)package or module in ``packages`` (no import following)."""
+    rootp = Path(root) if root is not None else PACKAGE_ROOT
+    out: dict[str, Path] = {}
+    for name in packages:
+        path = _module_file(name, rootp)
+        if path is None:
+            raise ModuleNotFoundError(f"no source for {name!r} under {rootp}")
+        if path.name == "__init__.py":
+            for f in sorted(path.parent.rglob("*.py")):
+                rel = f.relative_to(rootp).with_suffix("")
+                parts = [p for p in rel.parts if p != "__init__"]
+                out[".".join([_PACKAGE, *parts])] = f
+        else:
+            out[name] = path
+        for i in range(1, len(name.split("."))):
+            parent = ".".join(name.split(".")[:i])
+            out.setdefault(parent, _module_file(parent, rootp))  # type: ignore[arg-type]
+    return dict(sorted(out.items()))
+
+
+def hash_sources(files: Mapping[str, PathLike]) -> str:
+    """SHA-256 over ``(module name, sha256 of its source bytes)`` pairs, in name order."""
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(f"{name}\0{sha256_file(files[name])}\n".encode())
+    return h.hexdigest()
+
+
+def source_hash(modules: Iterable[str], root: PathLike | None = None, files: Iterable[PathLike] = ()) -> str:
+    """Hash of the source of ``modules`` and of every ``ntkrepro`` module they import
+    (:func:`module_closure`), plus the bytes of ``files`` themselves."""
+    files = [Path(f) for f in files]
+    h = hashlib.sha256(hash_sources(module_closure(modules, root, files)).encode())
+    for f in files:
+        h.update(f"{f.name}\0{sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
+#: Modules whose source determines a kernel built through ``ntkrepro.kernels.blocks`` by
+#: default: the one neural-tangents import, the kernel machinery, and the Hron et al. package
+#: that builds the kernel functions (whole packages, so every kernel builder is covered).
+DEFAULT_KERNEL_MODULES: tuple[str, ...] = ("ntkrepro.nt", "ntkrepro.kernels", "ntkrepro.hron2020")
+
+#: Packages whose versions change what a kernel evaluates to.
+KERNEL_PACKAGES: tuple[str, ...] = ("ntkrepro", "jax", "jaxlib", "neural-tangents")
+
+
+def kernel_code_fingerprint(backend: str = "neural-tangents",
+                            modules: Iterable[str] = DEFAULT_KERNEL_MODULES,
+                            root: PathLike | None = None) -> dict[str, Any]:
+    """What identifies the code computing a kernel: backend name, versions, source hash.
+
+    ``{"backend", "packages": {ntkrepro, jax, jaxlib, neural-tangents: version},
+    "modules": [...], "source_sha256"}``; the source hash covers every ``.py`` file of the
+    (sub)packages ``modules`` (:func:`package_files`). Imports are deliberately not followed
+    (the Hron package imports the criterion machinery, whose edits do not change a kernel);
+    a caller whose kernel function is built elsewhere passes that module in ``modules``.
+    """
+    mods = tuple(modules)
+    files = package_files(mods, root)
+    versions = package_versions()
+    return {
+        "backend": str(backend),
+        "packages": {k: versions.get(k) for k in KERNEL_PACKAGES},
+        "modules": sorted(mods),
+        "source_sha256": hash_sources(files),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Config inheritance
+
+def missing_keys(reference: Mapping[str, Any], given: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys of ``reference`` (nested dicts followed) that ``given`` does not set.
+
+    A key whose reference value is a dict and which ``given`` sets to a non-dict (e.g. ``null``)
+    counts as set (the schema then judges it).
+    """
+    out: list[str] = []
+    for k, v in reference.items():
+        name = f"{prefix}{k}"
+        if k not in given:
+            out.append(name)
+        elif isinstance(v, Mapping) and isinstance(given[k], Mapping):
+            out.extend(missing_keys(v, given[k], name + "."))
+    return out

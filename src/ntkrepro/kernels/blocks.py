@@ -7,13 +7,19 @@ Each finished block is written atomically (:func:`ntkrepro.io.write_npz`) into
     ``<cache_dir>/<key>/block_<I>_<J>.npz``  plus  ``<cache_dir>/<key>/manifest.json``
 
 where ``key`` is the SHA-256 of the inputs' bytes, shapes and dtypes, the kernel description
-``desc``, ``get``, ``dtype``, ``block_size`` and ``kernel_kwargs``. A rerun with the same arguments
+``desc``, ``get``, ``dtype``, ``block_size``, ``kernel_kwargs`` and the *code fingerprint* of
+what computes the kernel (:func:`ntkrepro.provenance.kernel_code_fingerprint`: the kernel
+backend's name, the ntkrepro / jax / jaxlib / neural-tangents versions and a SHA-256 of the
+source of the modules that build the kernel function -- by default ``ntkrepro.nt``,
+``ntkrepro.kernels`` and ``ntkrepro.hron2020``). Editing that code, upgrading a package or
+switching backend therefore starts a fresh cache folder: a warm cache never serves kernels
+computed by other code. A rerun with the same arguments
 (after ``kill -9``, a crash or an exception) loads the finished blocks and computes only the
 missing ones; every block is computed by the same call on the same slices, so the assembled
 kernel is bitwise equal to an uninterrupted run.
 
 ``desc`` must identify the architecture and its hyper-parameters (``kernel_fn`` itself cannot be
-hashed): two different kernels with the same ``desc`` and inputs would share a cache.
+hashed): two different kernels with the same ``desc``, inputs and code would share a cache.
 
 When ``x2 is None`` (the symmetric case :math:`K(X, X)`), only blocks :math:`I \le J` are computed
 and :math:`K_{JI} = K_{IJ}^\top` (for 2-D kernels; kernels with extra trailing axes compute every
@@ -29,17 +35,22 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ntkrepro.io import PathLike, canonical_hash, read_json, read_npz, write_json, write_npz
+from ntkrepro.provenance import DEFAULT_KERNEL_MODULES, kernel_code_fingerprint
 
 log = logging.getLogger("ntkrepro.kernels")
 
-MANIFEST_VERSION = 1
+# 2: the key includes the code fingerprint
+MANIFEST_VERSION = 2
+#: The kernel backend assumed when a caller names none.
+DEFAULT_BACKEND = "neural-tangents"
+CodeFingerprint = str | Mapping[str, Any]
 _DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
@@ -52,10 +63,24 @@ def _array_digest(x: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def code_fingerprint(backend: str = DEFAULT_BACKEND, modules: Iterable[str] = DEFAULT_KERNEL_MODULES,
+                     ) -> dict[str, Any]:
+    """The code fingerprint keyed into the cache (:func:`ntkrepro.provenance.kernel_code_fingerprint`)."""
+    return kernel_code_fingerprint(backend, modules)
+
+
 def cache_key(x1: np.ndarray, x2: np.ndarray | None, *, desc: str, get: Sequence[str], dtype: str,
-              block_size: int, kernel_kwargs: dict[str, Any] | None = None) -> str:
-    """SHA-256 naming the cache folder of one kernel computation (see module docstring)."""
+              block_size: int, kernel_kwargs: dict[str, Any] | None = None,
+              code: CodeFingerprint | None = None) -> str:
+    """SHA-256 naming the cache folder of one kernel computation (see module docstring).
+
+    ``code`` is the code fingerprint (:func:`code_fingerprint`; ``None`` computes the default
+    one, neural-tangents backend and the default modules).
+    """
+    if code is None:
+        code = code_fingerprint()
     return canonical_hash({
+        "code": code,
         "version": MANIFEST_VERSION,
         "x1": _array_digest(x1),
         "x2": None if x2 is None else _array_digest(x2),
@@ -107,6 +132,7 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
                           cache_dir: PathLike, get: Sequence[str] | str = ("nngp", "ntk"),
                           dtype: str = "float32", desc: str = "kernel", progress: bool = True,
                           only_blocks: Iterable[tuple[int, int]] | None = None,
+                          backend: str = DEFAULT_BACKEND, code: CodeFingerprint | None = None,
                           **kernel_kwargs: Any) -> dict[str, np.ndarray]:
     r"""The kernel(s) ``get`` between ``x1`` and ``x2`` (``x2=None``: ``x1`` with itself), by blocks.
 
@@ -117,6 +143,11 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
 
     ``only_blocks`` (for splitting one kernel into cluster jobs) computes and caches just those
     block indices and returns an empty dict; a final call without it assembles the kernel.
+
+    ``backend`` names the kernel implementation (``"neural-tangents"``; a fast backend passes its
+    own name) and ``code`` the fingerprint of the code computing the kernel; without ``code``,
+    :func:`code_fingerprint` of ``backend`` and the default modules is used. Both are part of
+    the cache key, so a code or version change never reuses blocks of other code.
     """
     if isinstance(get, str):
         get = (get,)
@@ -135,14 +166,23 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
     if n1 == 0 or n2 == 0:
         raise ValueError("empty inputs")
 
+    if code is None:
+        code = code_fingerprint(backend)
+    elif isinstance(code, Mapping):
+        if code.get("backend", backend) != backend:
+            raise ValueError(f"code fingerprint is for backend {code.get('backend')!r}, not {backend!r}")
+        code = {**code, "backend": backend}
+    else:  # an opaque fingerprint string from the caller
+        code = {"backend": backend, "fingerprint": str(code)}
     key = cache_key(x1, None if symmetric else x2a, desc=desc, get=get, dtype=dtype, block_size=block_size,
-                    kernel_kwargs=kernel_kwargs)
+                    kernel_kwargs=kernel_kwargs, code=code)
     folder = Path(cache_dir) / key
     folder.mkdir(parents=True, exist_ok=True)
     grid = block_grid(n1, n2, block_size, symmetric)
     manifest = {"version": MANIFEST_VERSION, "key": key, "desc": desc, "get": list(get), "dtype": dtype,
                 "block_size": int(block_size), "shape": [n1, n2], "symmetric": symmetric,
-                "n_blocks": len(grid), "kernel_kwargs": {k: repr(v) for k, v in kernel_kwargs.items()}}
+                "n_blocks": len(grid), "kernel_kwargs": {k: repr(v) for k, v in kernel_kwargs.items()},
+                "backend": backend, "code": code}
     mpath = folder / "manifest.json"
     if mpath.exists():
         old = read_json(mpath)
