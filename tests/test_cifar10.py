@@ -117,3 +117,98 @@ def test_real_subset():
     assert d.train_x.shape == (5000, 32, 32, 3) and d.test_x.shape == (2000, 32, 32, 3)
     assert np.all(np.bincount(d.train_y) == 500) and d.label_names[0] == "airplane"
     assert archive_spec(SUBSET).sha256 == SUBSET["sha256"]
+
+
+# ---- issue 14: one member rule for every tar loader, corrupt archives, config values, pins ------
+
+def _link_archive(path, kind):
+    """Official layout, but data_batch_2 is a link to data_batch_1 (10,000 images read twice)."""
+    batches = [_batch(3, i) for i in range(6)]
+    with tarfile.open(path, "w:gz") as tar:
+        for name, obj in [("cifar-10-batches-py/data_batch_1", batches[0])] + [
+                (f"cifar-10-batches-py/data_batch_{i + 1}", batches[i]) for i in range(2, 5)] + [
+                ("cifar-10-batches-py/test_batch", batches[5])]:
+            blob = pickle.dumps(obj, protocol=2)
+            info = tarfile.TarInfo(name)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+        info = tarfile.TarInfo("cifar-10-batches-py/data_batch_2")
+        info.type = kind
+        info.linkname = "data_batch_1" if kind == tarfile.SYMTYPE else "cifar-10-batches-py/data_batch_1"
+        tar.addfile(info)
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("kind", [tarfile.SYMTYPE, tarfile.LNKTYPE])
+def test_link_member_is_refused_even_with_matching_checksum(tmp_path, kind):
+    sha = _link_archive(tmp_path / "c.tar.gz", kind)
+    p = resolve_cifar10({"archive": "c.tar.gz", "sha256": sha, "download": False}, tmp_path)
+    with pytest.raises(ArchiveError, match="not a regular file"):
+        load_cifar10(p)
+
+
+@pytest.mark.parametrize("bad", ["../evil", "/etc/passwd", "cifar-10-batches-py/../../x", "C:evil"])
+def test_unsafe_member_name_is_refused(tmp_path, bad):
+    _make_archive(tmp_path / "c.tar.gz", [_batch(2, i) for i in range(6)], extra={bad: b"x"})
+    with pytest.raises(ArchiveError, match="unsafe member"):
+        load_cifar10(tmp_path / "c.tar.gz")
+
+
+def test_duplicate_member_is_refused(tmp_path):
+    batches = [_batch(2, i) for i in range(6)]
+    _make_archive(tmp_path / "c.tar.gz", batches)
+    with tarfile.open(tmp_path / "c.tar.gz", "r:gz") as tar:
+        items = [(m, tar.extractfile(m).read()) for m in tar]
+    with tarfile.open(tmp_path / "d.tar.gz", "w:gz") as tar:
+        for m, blob in items + [items[0]]:
+            tar.addfile(m, io.BytesIO(blob))
+    with pytest.raises(ArchiveError, match="occurs twice"):
+        load_cifar10(tmp_path / "d.tar.gz")
+
+
+def test_corrupt_archive_with_matching_checksum(tmp_path):
+    """A user's own damaged copy (its sha256 supplied): ArchiveError naming the problem, not a raw
+    EOFError / zlib.error / UnpicklingError."""
+    _make_archive(tmp_path / "c.tar.gz", [_batch(50, i) for i in range(6)])
+    raw = (tmp_path / "c.tar.gz").read_bytes()
+    (tmp_path / "trunc.tar.gz").write_bytes(raw[: len(raw) // 2])          # truncated download
+    flipped = bytearray(raw)
+    flipped[len(raw) // 2: len(raw) // 2 + 64] = bytes(64)                  # damaged in the middle
+    (tmp_path / "flip.tar.gz").write_bytes(bytes(flipped))
+    _make_archive(tmp_path / "pick.tar.gz", [_batch(2, i) for i in range(6)],
+                  extra={"cifar-10-batches-py/data_batch_3": pickle.dumps(_batch(2, 9), protocol=2)[:40]})
+    for name in ("trunc.tar.gz", "flip.tar.gz", "pick.tar.gz"):
+        sha = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
+        p = resolve_cifar10({"archive": name, "sha256": sha, "download": False}, tmp_path)
+        with pytest.raises(ArchiveError, match="corrupt although its checksum matched|cannot open"):
+            load_cifar10(p)
+
+
+def test_missing_archive_names_the_data_root_path_tried(tmp_path):
+    root, res = tmp_path / "shared-data", tmp_path / "res"
+    with pytest.raises(ArchiveError, match="not found") as err:
+        resolve_cifar10({"archive": "cifar-10-python-subset.tar.gz", "sha256": "a" * 64, "download": False},
+                        root, resources_dir=res)
+    msg = str(err.value)
+    assert str(root / "cifar-10-python-subset.tar.gz") in msg and str(res / "cifar-10-python-subset.tar.gz") in msg
+
+
+@pytest.mark.parametrize("cfg,needle", [
+    ({"archive": "c.tar.gz", "sha256": 12345}, "sha256"),
+    ({"archive": "c.tar.gz", "sha265": "a" * 64, "sha256": "a" * 64}, "sha265"),
+    ({"archive": "c.tar.gz", "sha256": "a" * 64, "download": "no"}, "download"),
+    ({"archive": "c.tar.gz", "sha256": "a" * 64, "download": "false"}, "download"),
+    ({"archive": "c.tar.gz", "sha256": "xyz"}, "sha256"),
+])
+def test_bad_config_values_are_rejected(tmp_path, cfg, needle):
+    """`download: "no"` used to enable downloading; `sha256: 12345` failed late; `sha265` was ignored."""
+    with pytest.raises(ValueError, match=needle):
+        resolve_cifar10(cfg, tmp_path, resources_dir=tmp_path / "res")
+
+
+def test_official_archive_sha256_is_pinned():
+    spec = archive_spec({"archive": "cifar-10-python.tar.gz", "sha256": None, "md5": None})
+    assert spec.sha256 == "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
+    assert spec.md5 == "c58f30108f718f92721af3b95e74349a" and spec.url.startswith("https://www.cs.toronto.edu/")
+    # a non-official file name gets no pin and no URL
+    assert archive_spec({"archive": "mine.tar.gz", "sha256": "a" * 64}).url is None

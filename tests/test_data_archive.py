@@ -112,3 +112,33 @@ def test_restricted_unpickler_rejects_globals_and_dtypes():
         restricted_loads(pickle.dumps({b"data": np.zeros(3, np.float64)}))
     with pytest.raises(pickle.UnpicklingError):
         restricted_loads(pickle.dumps({b"x": {1.5}}))
+
+
+# ---- issue 14, item 10: a download is verified by sha256 or not made at all ---------------------
+
+def test_download_without_sha256_fails_closed(tmp_path, monkeypatch):
+    fetched = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: fetched.append(url) or _FakeResp(b"x"))
+    spec = ArchiveSpec("toy", "toy.tar.gz", url="https://example.invalid/toy.tar.gz", md5=hashlib.md5(b"x").hexdigest())
+    with pytest.raises(ArchiveError, match="without a sha256"):
+        resolve_archive(spec, resources_dir=tmp_path / "res", download=True)
+    assert fetched == [] and not (tmp_path / "res").exists()
+
+
+def test_download_flag_must_be_a_real_boolean(tmp_path):
+    spec = _spec(b"x", url="https://example.invalid/toy.tar.gz")
+    with pytest.raises(ValueError, match="true or false"):
+        resolve_archive(spec, resources_dir=tmp_path / "res", download="no")
+
+
+@pytest.mark.parametrize("kw,needle", [({"sha256": 12345}, "sha256"), ({"sha256": "abc"}, "sha256"),
+                                       ({"md5": "z" * 32}, "md5")])
+def test_malformed_checksums_are_rejected_early(kw, needle):
+    with pytest.raises(ValueError, match=needle):
+        ArchiveSpec("toy", "toy.tar.gz", **kw)
+
+
+def test_upper_case_checksum_accepted():
+    data = b"abc"
+    spec = ArchiveSpec("toy", "toy.tar.gz", sha256=hashlib.sha256(data).hexdigest().upper())
+    assert spec.sha256 == hashlib.sha256(data).hexdigest()

@@ -47,7 +47,8 @@ def test_zip_and_txt_sources_match_the_wheel(tmp_path):
     words = ["the", "good", "bad", "film"]
     ref, txt, zpath = _official_zip(tmp_path, words)
     sha = hashlib.sha256(zpath.read_bytes()).hexdigest()
-    for cfg in ({"source": "zip", "path": str(zpath), "sha256": sha}, {"source": "zip", "path": str(txt)}):
+    for cfg in ({"source": "zip", "path": str(zpath), "sha256": sha},
+                {"source": "zip", "path": str(txt), "sha256": _sha(txt)}):
         got = glove.load_vectors(words + ["notaword123"], cfg)
         assert set(got) == set(words)
         for w in words:
@@ -59,11 +60,12 @@ def test_zip_checksum_mismatch_and_missing_file(tmp_path):
     with pytest.raises(ArchiveError, match="checksum"):
         glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "sha256": "0" * 64})
     md5 = hashlib.md5(zpath.read_bytes()).hexdigest()
-    assert set(glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "md5": md5})) == {"the"}
+    ok = {"source": "zip", "path": str(zpath), "sha256": _sha(zpath)}
+    assert set(glove.load_vectors(["the"], {**ok, "md5": md5})) == {"the"}
     with pytest.raises(ArchiveError, match="checksum"):
-        glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "md5": "0" * 32})
+        glove.load_vectors(["the"], {**ok, "md5": "0" * 32})
     with pytest.raises(glove.GloveError, match="not found"):
-        glove.load_vectors(["the"], {"source": "zip", "path": str(tmp_path / "nope.zip")})
+        glove.load_vectors(["the"], {**ok, "path": str(tmp_path / "nope.zip")})
 
 
 def test_zip_wrong_member_or_dim(tmp_path):
@@ -71,8 +73,46 @@ def test_zip_wrong_member_or_dim(tmp_path):
     with zipfile.ZipFile(bad, "w") as zf:
         zf.writestr("glove.6B.100d.txt", "the 1 2\n")
     with pytest.raises(glove.GloveError, match="no member"):
-        glove.load_vectors(["the"], {"source": "zip", "path": str(bad)})
+        glove.load_vectors(["the"], {"source": "zip", "path": str(bad), "sha256": _sha(bad)})
     txt = tmp_path / "short.txt"
     txt.write_text("the 1 2 3\n")
     with pytest.raises(glove.GloveError, match="expected 50"):
-        glove.load_vectors(["the"], {"source": "zip", "path": str(txt)})
+        glove.load_vectors(["the"], {"source": "zip", "path": str(txt), "sha256": _sha(txt)})
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_unverified_file_fails_closed(tmp_path):
+    """Issue 14, item 10: no sha256 -> refused (it used to be a warning), even with an md5."""
+    _, txt, zpath = _official_zip(tmp_path, ["the"])
+    for cfg in ({"source": "zip", "path": str(zpath)}, {"source": "zip", "path": str(txt)},
+                {"source": "zip", "path": str(zpath), "md5": hashlib.md5(zpath.read_bytes()).hexdigest()}):
+        with pytest.raises(glove.GloveError, match="no sha256"):
+            glove.load_vectors(["the"], cfg)
+
+
+def test_corrupt_file_with_matching_checksum(tmp_path):
+    """Issue 14, item 7: a damaged copy whose own sha256 the user gave -> GloveError, not a raw
+    UnicodeDecodeError / BadZipFile."""
+    txt = tmp_path / "glove.6B.50d.txt"
+    txt.write_bytes(b"the " + b"\xff\xfe\x00garbage" * 20 + b"\n")
+    with pytest.raises(glove.GloveError, match="corrupt although its checksum matched"):
+        glove.load_vectors(["the"], {"source": "zip", "path": str(txt), "sha256": _sha(txt)})
+    _, _, zpath = _official_zip(tmp_path, ["the", "good"])
+    raw = bytearray(zpath.read_bytes())
+    raw[60:90] = b"\x00" * 30  # inside the compressed member
+    zpath.write_bytes(bytes(raw))
+    with pytest.raises(glove.GloveError, match="corrupt although its checksum matched"):
+        glove.load_vectors(["the"], {"source": "zip", "path": str(zpath), "sha256": _sha(zpath)})
+
+
+@pytest.mark.parametrize("cfg,needle", [
+    ({"source": "wheel", "dim": 50, "sha265": "0" * 64}, "sha265"),
+    ({"source": "zip", "path": "x.zip", "sha256": 12345}, "sha256"),
+    ({"source": "wheel", "dim": "50"}, "dim"),
+])
+def test_bad_config_values_rejected(cfg, needle):
+    with pytest.raises((ValueError, glove.GloveError), match=needle):
+        glove.load_vectors(["the"], cfg)

