@@ -92,3 +92,43 @@ def test_select_diag_reg_prefers_validation_accuracy():
     assert all(0 <= s["accuracy"] <= 1 for s in scores)
     with pytest.raises(ValueError):
         select_diag_reg(k, kv, one_hot(noisy, 2), yv, [])
+
+
+# ---- issue 14, item 8: numerical guards ---------------------------------------------------------
+
+def test_non_symmetric_train_kernel_is_rejected():
+    """Only the lower triangle was read: an asymmetric K (e.g. a cross-kernel passed by mistake)
+    was accepted silently."""
+    _, _, _, ktt, _, _ = _kernels()
+    k = np.asarray(ktt.nngp)
+    y = one_hot(np.arange(12) % 3, 3)
+    bad = k.copy()
+    bad[0, 5] += 0.1 * np.abs(k).max()  # upper triangle differs
+    with pytest.raises(ValueError, match="not symmetric"):
+        kernel_regression(bad, k[:5], y, 1e-3)
+    rng = np.random.default_rng(3)
+    with pytest.raises(ValueError, match="not symmetric"):
+        kernel_regression(rng.normal(size=(12, 12)) + 12 * np.eye(12), k[:5], y, 1e-3)
+    # float32 round-off of a real kernel is accepted (and gives the float64 answer to fp32 accuracy)
+    k32 = k.astype(np.float32)
+    k32[np.triu_indices(12, 1)] *= np.float32(1 + 1e-6)
+    np.testing.assert_allclose(kernel_regression(k32, k[:5], y, 1e-3), kernel_regression(k, k[:5], y, 1e-3),
+                               rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("pred", [np.full((6, 1), np.nan), np.full((6, 3), np.nan),
+                                  np.array([[0.3], [np.nan], [-0.2], [0.1], [np.inf], [-0.4]])])
+def test_nan_predictions_are_rejected(pred):
+    """All-NaN predictions used to score 0.5 on a balanced binary task (NaN > 0 is False)."""
+    labels = np.array([[0.5], [-0.5]] * 3) if pred.shape[1] == 1 else one_hot(np.arange(6) % 3, 3)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        accuracy(pred, labels)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        accuracy_with_ci(pred, labels, n_boot=10)
+
+
+def test_jitter_actually_used_is_returned():
+    _, _, _, ktt, kst, _ = _kernels()
+    y = one_hot(np.arange(12) % 3, 3)
+    pred, jitter = kernel_regression(np.asarray(ktt.ntk), np.asarray(kst.ntk), y, 1e-3, return_jitter=True)
+    assert jitter == 0.0 and pred.shape == (5, 3)

@@ -15,7 +15,19 @@ gives the NNGP posterior mean (NNGP kernels) and the NTK infinite-time mean (NTK
 
 The solve uses a Cholesky factorisation in float64. If it fails (a numerically indefinite matrix),
 a jitter :math:`\epsilon\,\bar k` with :math:`\epsilon = 10^{-10}, 10^{-9}, \dots` is added and a
-warning is logged for every escalation -- never silently; past ``max_jitter`` it raises.
+warning is logged for every escalation -- never silently; past ``max_jitter`` it raises. The jitter
+actually used is returned with ``kernel_regression(..., return_jitter=True)`` so that results can
+record it.
+
+Guards (nothing numerically wrong passes silently):
+
+* ``k_train_train`` must be symmetric: :math:`\max|K - K^\top| \le` ``sym_rtol`` :math:`\cdot
+  \max|K|` (default :data:`SYM_RTOL` = 1e-4, about 100x the float32 round-off of
+  neural-tangents kernels); the Cholesky reads only the lower triangle, so a cross-kernel passed
+  by mistake, or a mis-assembled block, would otherwise be used half-read;
+* every input must be finite, and so must the predictions: :func:`predicted_classes` (hence
+  :func:`accuracy`, :func:`accuracy_with_ci`, :func:`select_diag_reg`) raises on NaN / inf
+  instead of scoring an all-NaN prediction as class 0 (accuracy 0.5 on a balanced binary task).
 """
 
 from __future__ import annotations
@@ -30,6 +42,24 @@ import scipy.linalg as sla
 from ntkrepro.stats import Interval, bootstrap_ci
 
 log = logging.getLogger("ntkrepro.kernels")
+
+#: Largest accepted :math:`\max|K - K^\top| / \max|K|` of a train-train kernel.
+SYM_RTOL = 1e-4
+
+
+class NonFiniteError(ValueError):
+    """Predictions (or kernels) contain NaN or inf."""
+
+
+def check_symmetric(k: np.ndarray, name: str = "k_train_train", rtol: float = SYM_RTOL) -> float:
+    r"""Relative asymmetry :math:`\max|K-K^\top| / \max|K|`; raises ``ValueError`` above ``rtol``."""
+    scale = float(np.max(np.abs(k))) if k.size else 0.0
+    asym = float(np.max(np.abs(k - k.T))) / scale if scale > 0 else 0.0
+    if not asym <= rtol:
+        raise ValueError(f"{name} is not symmetric: max|K - K^T| / max|K| = {asym:.3g} > {rtol:g}. A train-train "
+                         "kernel K(X, X) is symmetric; was a cross-kernel K(X*, X) (or a mis-assembled block) "
+                         "passed instead?")
+    return asym
 
 
 class CholeskyError(np.linalg.LinAlgError):
@@ -46,7 +76,8 @@ def one_hot(labels: Sequence[int] | np.ndarray, n_classes: int, dtype: Any = np.
     return np.eye(n_classes, dtype=dtype)[lab]
 
 
-def _check(k_train_train: np.ndarray, k_test_train: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check(k_train_train: np.ndarray, k_test_train: np.ndarray, y_train: np.ndarray,
+           sym_rtol: float = SYM_RTOL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = np.asarray(k_train_train, np.float64)
     ks = np.asarray(k_test_train, np.float64)
     y = np.asarray(y_train, np.float64)
@@ -59,7 +90,8 @@ def _check(k_train_train: np.ndarray, k_test_train: np.ndarray, y_train: np.ndar
         raise ValueError(f"y_train must be ({n},) or ({n}, C), got {y.shape}")
     for name, a in (("k_train_train", k), ("k_test_train", ks), ("y_train", y)):
         if not np.all(np.isfinite(a)):
-            raise ValueError(f"{name} contains NaN or inf")
+            raise NonFiniteError(f"{name} contains NaN or inf")
+    check_symmetric(k, rtol=sym_rtol)
     return k, ks, y
 
 
@@ -91,17 +123,34 @@ def regularised_cholesky(k: np.ndarray, diag_reg: float, *, max_jitter: float = 
 
 
 def kernel_regression(k_train_train: np.ndarray, k_test_train: np.ndarray, y_train: np.ndarray,
-                      diag_reg: float, *, return_jitter: bool = False) -> np.ndarray | tuple[np.ndarray, float]:
-    r""":math:`\hat Y_* = K_*(K + \lambda \bar k I)^{-1} Y` (module docstring), in float64."""
-    k, ks, y = _check(k_train_train, k_test_train, y_train)
+                      diag_reg: float, *, return_jitter: bool = False,
+                      sym_rtol: float = SYM_RTOL) -> np.ndarray | tuple[np.ndarray, float]:
+    r""":math:`\hat Y_* = K_*(K + (\lambda + \epsilon) \bar k I)^{-1} Y` (module docstring), in float64.
+
+    With ``return_jitter=True`` returns ``(predictions, epsilon)``, the jitter actually added
+    (0.0 unless the Cholesky needed it), for the results to record. Raises ``ValueError`` for a
+    non-symmetric ``k_train_train`` (beyond ``sym_rtol``) and :class:`NonFiniteError` for
+    non-finite inputs or predictions.
+    """
+    k, ks, y = _check(k_train_train, k_test_train, y_train, sym_rtol)
     factor, jitter = regularised_cholesky(k, float(diag_reg))
     pred = ks @ sla.cho_solve(factor, y, check_finite=False)
+    if not np.all(np.isfinite(pred)):
+        raise NonFiniteError(f"kernel regression with diag_reg={diag_reg} (jitter {jitter:g}) gave "
+                             f"{int(np.size(pred) - np.isfinite(pred).sum())} non-finite predictions")
     return (pred, jitter) if return_jitter else pred
 
 
 def predicted_classes(pred: np.ndarray) -> np.ndarray:
-    """Argmax over classes for ``(n, C)`` predictions; ``pred > 0`` for scalar (±0.5) predictions."""
+    """Argmax over classes for ``(n, C)`` predictions; ``pred > 0`` for scalar (±0.5) predictions.
+
+    Raises :class:`NonFiniteError` if any prediction is NaN or inf (a NaN would otherwise count as
+    class 0 / negative and an all-NaN prediction would score chance accuracy).
+    """
     p = np.asarray(pred)
+    bad = int(p.size - np.isfinite(p).sum()) if np.issubdtype(p.dtype, np.number) else 0
+    if bad:
+        raise NonFiniteError(f"{bad} of {p.size} predictions are NaN or inf; refusing to score them")
     if p.ndim == 2 and p.shape[1] > 1:
         return np.argmax(p, axis=1)
     return (p.reshape(-1) > 0).astype(int)
