@@ -1,4 +1,5 @@
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -54,3 +55,81 @@ def test_atomic_outputs_have_ordinary_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "p.json").stat().st_mode) == 0o666 & ~umask
+
+
+# ---- issue 14: code fingerprints (what reruns, what a cache is keyed on) -----------------------
+
+def _package(tmp_path):
+    """A tiny ntkrepro-like package: a -> b (relative, inside a function), b -> c, d alone."""
+    root = tmp_path / "ntkrepro"
+    (root / "sub").mkdir(parents=True)
+    (root / "__init__.py").write_text('"""pkg"""\n')
+    (root / "sub" / "__init__.py").write_text("")
+    (root / "sub" / "a.py").write_text("def f():\n    from .b import g\n    return g()\n")
+    (root / "sub" / "b.py").write_text("from ntkrepro import c\n\ndef g():\n    return c.x\n")
+    (root / "c.py").write_text("x = 1\n")
+    (root / "d.py").write_text("y = 2\n")
+    return root
+
+
+def test_module_closure_follows_relative_and_nested_imports(tmp_path):
+    root = _package(tmp_path)
+    closure = provenance.module_closure(["ntkrepro.sub.a"], root)
+    assert set(closure) == {"ntkrepro", "ntkrepro.sub", "ntkrepro.sub.a", "ntkrepro.sub.b", "ntkrepro.c"}
+    with pytest.raises(ModuleNotFoundError):
+        provenance.module_closure(["ntkrepro.nope"], root)
+
+
+def test_source_hash_changes_with_the_closure_only(tmp_path):
+    root = _package(tmp_path)
+    h0 = provenance.source_hash(["ntkrepro.sub.a"], root)
+    (root / "d.py").write_text("y = 3\n")  # not imported by a
+    assert provenance.source_hash(["ntkrepro.sub.a"], root) == h0
+    (root / "c.py").write_text("x = 1  # a comment\n")  # imported transitively
+    h1 = provenance.source_hash(["ntkrepro.sub.a"], root)
+    assert h1 != h0
+    (root / "c.py").write_text("x = 1\n")  # content, not mtime
+    assert provenance.source_hash(["ntkrepro.sub.a"], root) == h0
+
+
+def test_real_closure_of_a_compute_module():
+    closure = provenance.module_closure(["ntkrepro.run", "ntkrepro.hron2020.gaussianity"])
+    assert {"ntkrepro.hron2020.gaussianity", "ntkrepro.hron2020.attention", "ntkrepro.nt", "ntkrepro.stats",
+            "ntkrepro.run", "ntkrepro.hron2020"} <= set(closure)
+    assert not any(m.startswith(("ntkrepro.arda2026", "ntkrepro.framework")) for m in closure)
+
+
+def test_kernel_code_fingerprint_fields():
+    fp = provenance.kernel_code_fingerprint()
+    assert fp["backend"] == "neural-tangents" and len(fp["source_sha256"]) == 64
+    assert set(fp["packages"]) == {"ntkrepro", "jax", "jaxlib", "neural-tangents"}
+    assert provenance.kernel_code_fingerprint("fast")["source_sha256"] == fp["source_sha256"]
+
+
+def test_runner_records_and_checks_the_code(tmp_path, caplog):
+    import logging
+
+    from ntkrepro import run
+
+    rec = run.code_record("ntkrepro.hron2020.gaussianity:run_h1")
+    assert rec["sha256"] == provenance.source_hash(["ntkrepro.run", "ntkrepro.hron2020.gaussianity"])
+    assert "ntkrepro.hron2020.attention" in rec["modules"]
+    run.check_code(rec, rec["sha256"])  # the scheduled code: fine
+    run.check_code(rec, None)  # called outside the workflow: nothing to compare
+    repo = provenance.PACKAGE_ROOT.parents[1]
+    with caplog.at_level(logging.WARNING, logger="ntkrepro"):
+        run.check_code(rec, "0" * 64, workdir=repo)  # same checkout, edited after scheduling: warn
+    assert "edited after snakemake started" in caplog.text
+    with pytest.raises(run.CodeMismatchError, match="another installation"):
+        run.check_code(rec, "0" * 64, workdir=tmp_path)  # the imported package is not the workflow's
+
+
+def test_execute_writes_code_provenance(tmp_path, monkeypatch):
+    from ntkrepro import run
+
+    mod = type(sys)("ntkrepro_fake_compute")
+    mod.fn = lambda params, ctx: {"x": params["a"] + 1}
+    monkeypatch.setitem(sys.modules, "ntkrepro_fake_compute", mod)
+    monkeypatch.setattr(run, "code_record", lambda spec: {"sha256": "f" * 64, "modules": [], "package_root": "/"})
+    res = run.execute("ntkrepro_fake_compute:fn", {"a": 1}, tmp_path / "r.json", scale="smoke", code_hash="f" * 64)
+    assert res["x"] == 2 and read_json(tmp_path / "r.json")["provenance"]["code"]["sha256"] == "f" * 64

@@ -296,3 +296,30 @@ def missing_keys(reference: Mapping[str, Any], given: Mapping[str, Any], prefix:
         elif isinstance(v, Mapping) and isinstance(given[k], Mapping):
             out.extend(missing_keys(v, given[k], name + "."))
     return out
+
+
+def _merge(into: dict[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Recursive dict update, as Snakemake merges config files."""
+    for k, v in new.items():
+        if isinstance(v, Mapping) and isinstance(into.get(k), dict):
+            _merge(into[k], v)
+        else:
+            into[k] = dict(v) if isinstance(v, Mapping) else v
+    return into
+
+
+def configfiles_missing_keys(configfiles: Iterable[PathLike], overrides: Mapping[str, Any] | None,
+                             reference: PathLike) -> list[str]:
+    """Keys of the ``reference`` config (``config/default.yaml``) that the ``--configfile`` files
+    (merged in order) and the ``--config`` ``overrides`` do not set. No files: nothing is
+    inherited (the run *is* the reference scale), so ``[]``."""
+    import yaml
+
+    files = list(configfiles)
+    if not files:
+        return []
+    given: dict[str, Any] = {}
+    for f in files:
+        _merge(given, yaml.safe_load(Path(f).read_text()) or {})
+    _merge(given, dict(overrides or {}))
+    return missing_keys(yaml.safe_load(Path(reference).read_text()) or {}, given)

@@ -4,12 +4,22 @@ Rules call::
 
     python -m ntkrepro.run ntkrepro.hron2020.gaussianity:run_h1 \
         --params '<json of the claim's config section>' --scale default --config-hash <sha> \
-        --out results/hron2020/H1_gaussianity.json [--out-extra name=path ...]
+        --code-hash <sha> --out results/hron2020/H1_gaussianity.json [--out-extra name=path ...]
 
 A compute function has the signature ``fn(params: dict, ctx: RunContext) -> dict`` and returns
 a JSON-able results dict; the runner adds ``provenance`` (with the checksums of every data file
 the function declared through ``ctx.use_data``) and writes it atomically. Functions that produce
 big arrays write them through ``ctx.outputs`` with :func:`ntkrepro.io.write_npz`.
+
+Code provenance: the runner hashes the source that runs (the function's module and every
+``ntkrepro`` module it imports, :func:`ntkrepro.provenance.source_hash`) and records it as
+``provenance.code = {"sha256", "modules", "package_root"}``. ``--code-hash`` is the hash the
+workflow computed from its own ``src/`` when it scheduled the job; a mismatch means the code
+that would run is not the code the DAG was keyed on: if the imported package is a different
+installation than the workflow's ``src/`` (a stale, non-editable install) the run is refused
+(:class:`CodeMismatchError`); if it is the same folder, the source was edited after Snakemake
+started -- the run goes on with a warning, records the hash of the code that actually ran, and
+the next ``snakemake`` invocation reruns the job because the command's hash changed.
 """
 
 from __future__ import annotations
@@ -32,6 +42,33 @@ from ntkrepro.io import PathLike, write_json
 
 T = TypeVar("T")
 log = logging.getLogger("ntkrepro")
+
+
+class CodeMismatchError(RuntimeError):
+    """The imported ntkrepro is another installation whose source differs from the workflow's."""
+
+
+def code_record(spec: str) -> dict[str, Any]:
+    """``{"sha256", "modules", "package_root"}`` of the source that running ``spec`` imports."""
+    module = spec.partition(":")[0]
+    closure = _prov.module_closure(["ntkrepro.run", module])
+    return {"sha256": _prov.source_hash(["ntkrepro.run", module]), "modules": sorted(closure),
+            "package_root": str(_prov.PACKAGE_ROOT)}
+
+
+def check_code(record: dict[str, Any], expected: str | None, workdir: PathLike | None = None) -> None:
+    """Compare the running code's hash with the workflow's (see the module docstring)."""
+    if expected is None or record["sha256"] == expected:
+        return
+    workflow_src = (Path(workdir) if workdir is not None else Path.cwd()) / "src" / "ntkrepro"
+    same = workflow_src.exists() and workflow_src.resolve() == Path(record["package_root"]).resolve()
+    msg = (f"source hash of the code about to run ({record['sha256'][:12]}, from {record['package_root']}) "
+           f"differs from the hash the workflow scheduled ({expected[:12]}, from {workflow_src})")
+    if not same:
+        raise CodeMismatchError(msg + "; the imported ntkrepro is another installation -- reinstall it "
+                                "from this repository (pip install -e .) or run from its checkout")
+    log.warning("%s: the source was edited after snakemake started; the results record the hash of "
+                "the code that ran, and the next snakemake run reruns this job", msg)
 
 
 @dataclass
@@ -70,8 +107,14 @@ def resolve(spec: str) -> Callable[[dict[str, Any], RunContext], dict[str, Any]]
 
 
 def execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str,
-            config_hash: str | None = None, outputs: dict[str, Path] | None = None) -> dict[str, Any]:
-    """Run ``spec`` with ``params`` and write its results (plus provenance) to ``out``."""
+            config_hash: str | None = None, outputs: dict[str, Path] | None = None,
+            code_hash: str | None = None) -> dict[str, Any]:
+    """Run ``spec`` with ``params`` and write its results (plus provenance) to ``out``.
+
+    ``code_hash``: the source hash the workflow expects (:func:`check_code`).
+    """
+    code = code_record(spec)
+    check_code(code, code_hash)
     fn = resolve(spec)
     ctx = RunContext(scale=scale, config_hash=config_hash, outputs=dict(outputs or {}), params=params)
     t0 = time.perf_counter()
@@ -79,7 +122,7 @@ def execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str,
     results = dict(results)
     results.setdefault("params", params)
     results["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    results["provenance"] = ctx.provenance(function=spec)
+    results["provenance"] = ctx.provenance(function=spec, code=code)
     write_json(out, results)
     return results
 
@@ -91,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--params", required=True, help="JSON object")
     ap.add_argument("--scale", required=True)
     ap.add_argument("--config-hash", default=None)
+    ap.add_argument("--code-hash", default=None, help="source hash the workflow scheduled (checked)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--out-extra", nargs="*", default=[], help="name=path of further outputs")
     args = ap.parse_args(argv)
@@ -100,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, _, path = item.partition("=")
         outputs[name] = Path(path)
     res = execute(args.function, json.loads(args.params), args.out, scale=args.scale,
-                  config_hash=args.config_hash, outputs=outputs)
+                  config_hash=args.config_hash, outputs=outputs, code_hash=args.code_hash)
     log.info("%s finished in %.1f s -> %s", args.function, res["wall_seconds"], args.out)
     return 0
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ntkrepro.io import canonical_hash
+from ntkrepro.provenance import source_hash
 
 R = config["results_dir"]
 SCALE = config["scale"]
@@ -14,7 +15,9 @@ CONFIG_HASH = canonical_hash({k: v for k, v in config.items() if k != "results_d
 # Jobs run with the interpreter running Snakemake (the project .venv); with `--sdm conda` they
 # run `python` from the rule's activated conda env (envs/environment.yaml) instead.
 _SDM = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
-PY = "python" if any("conda" in m for m in _SDM) else sys.executable
+PY = "python" if any("conda" in m for m in _SDM) else shlex.quote(sys.executable)
+# The package source this workflow runs (hashed into every compute rule's command, see code_hash).
+SRC = Path(workflow.basedir) / "src" / "ntkrepro"
 
 # Every rule's software: the project environment (used with `--sdm conda`; otherwise .venv).
 CONDA_ENV = "../../envs/environment.yaml"
@@ -73,15 +76,31 @@ def figure_targets():
     return [p for name in sorted(FIGURES) for p in figure_paths(name).values()]
 
 
+def code_hash(*modules, files=()):
+    """SHA-256 of the source of `modules` (ntkrepro module names), of every ntkrepro module they
+    import (transitively; ntkrepro.provenance.module_closure) and of `files` (e.g. a notebook).
+
+    Put into a rule's command line or params, it makes Snakemake's `code` / `params` rerun
+    triggers rerun the rule -- and everything downstream -- when any of that source changes,
+    and only then (Snakemake itself tracks code only for script/run/notebook rules).
+    """
+    return source_hash(modules, root=SRC, files=files)
+
+
 def compute_cmd(function):
     """Shell command running library function `module:function` with `params.cfg` as parameters.
 
     The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section),
-    `params.extra` (from `extra_outputs(...)`, may be "") and `log`.
+    `params.extra` (from `extra_outputs(...)`, may be "") and `log`. The command carries
+    `--code-hash`, the hash of the source the function's module runs (code_hash), so editing any module in
+    its import closure reruns the rule; ntkrepro.run checks that the code it imports is that
+    code and records the hash in the results' provenance. Every path is shell-quoted.
     """
+    mod = function.partition(":")[0]
     return (
         f"{PY} -m ntkrepro.run {function} --params {{params.cfg:q}} --scale {SCALE} "
-        f"--config-hash {CONFIG_HASH} --out {{output.results}} {{params.extra}} > {{log}} 2>&1"
+        f"--config-hash {CONFIG_HASH} --code-hash {code_hash('ntkrepro.run', mod)} "
+        f"--out {{output.results:q}} {{params.extra}} > {{log:q}} 2>&1"
     )
 
 

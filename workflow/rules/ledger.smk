@@ -1,5 +1,7 @@
 # Generic rules shared by every claim: the figure notebook and the ledger entry.
 # Each paper's .smk file registers its claims/figures with register_claim / register_figure.
+# params.code (code_hash, common.smk) is the hash of the source each rule runs, so an edited
+# criterion, plotting helper or ledger module reruns the rules that use it. Paths are quoted.
 
 
 rule figure:
@@ -30,14 +32,15 @@ rule figure:
                 **FIGURES[f"{wc.paper}_{wc.claim}_{wc.what}"]["params"],
             }
         ),
+        code=lambda wc, input: code_hash("ntkrepro.notebooks", files=[input.notebook]),
     resources:
         mem_mb=2000,
         runtime=10,
     conda:
         CONDA_ENV
     shell:
-        f"{PY} -m ntkrepro.notebooks {{input.notebook}} {{log.notebook}} "
-        "--params-json {params.nb:q} --meta {output.meta} --caption {params.caption:q} > {log.stderr} 2>&1"
+        f"{PY} -m ntkrepro.notebooks {{input.notebook:q}} {{log.notebook:q}} "
+        "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
 
 
 rule claim_ledger_entry:
@@ -52,12 +55,14 @@ rule claim_ledger_entry:
     params:
         scale=SCALE,
         config_hash=CONFIG_HASH,
+        # the criterion lives in the paper's claims module (and the modules it imports)
+        code=lambda wc: code_hash("ntkrepro.ledger", f"ntkrepro.{CLAIMS[wc.claim]['paper']}.claims"),
     conda:
         CONDA_ENV
     shell:
-        f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --results {{input.results}} "
-        "--figures {input.figures} --scale {params.scale} --config-hash {params.config_hash} "
-        "--out {output} > {log} 2>&1"
+        f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --results {{input.results:q}} "
+        "--figures {input.figures:q} --scale {params.scale} --config-hash {params.config_hash} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule claims_table:
@@ -73,8 +78,9 @@ rule claims_table:
         f"{R}/logs/claims/claims_table.log",
     params:
         expected=" ".join(sorted(CLAIMS)),
+        code=code_hash("ntkrepro.ledger"),
     conda:
         CONDA_ENV
     shell:
-        f"{PY} -m ntkrepro.ledger table {{input}} --csv {{output.csv}} --md {{output.md}} "
-        "--tex {output.tex} --index {output.index} --expected {params.expected} > {log} 2>&1"
+        f"{PY} -m ntkrepro.ledger table {{input:q}} --csv {{output.csv:q}} --md {{output.md:q}} "
+        "--tex {output.tex:q} --index {output.index:q} --expected {params.expected} > {log:q} 2>&1"

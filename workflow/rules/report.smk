@@ -19,12 +19,13 @@ rule replication_report:
         f"{R}/logs/paper/{REPORT}.log",
     params:
         scale=SCALE,
+        code=code_hash("ntkrepro.report"),
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
         CONDA_ENV
     shell:
-        f"{PY} -m ntkrepro.report --template {{input.template}} --table {{input.table}} "
-        "--entries {input.entries} --captions {input.captions} --scale {params.scale} "
-        "--tex {output.tex} --pdf {output.pdf} > {log} 2>&1"
+        f"{PY} -m ntkrepro.report --template {{input.template:q}} --table {{input.table:q}} "
+        "--entries {input.entries:q} --captions {input.captions:q} --scale {params.scale} "
+        "--tex {output.tex:q} --pdf {output.pdf:q} > {log:q} 2>&1"
