@@ -141,3 +141,86 @@ def test_indrnn_forward_matches_loop():
         h = np.tanh(np.asarray(X[:, :, t]) @ np.asarray(p.W_in).T + np.asarray(p.u) * h)
     np.testing.assert_allclose(indrnn_forward(p, X), h @ np.asarray(p.c) / np.sqrt(5), rtol=1e-5, atol=1e-6)
     assert set(np.abs(np.asarray(p.u)).tolist()) == {1.5}
+
+
+# ---- the chunked training step and the plain PyTorch-autograd baseline (issue 13.5) ----------------
+def test_chunked_loss_and_grad_independent_of_chunking_fp64():
+    """Every chunk size (with zero padding of the last chunk) gives the same loss and gradient."""
+    with enable_x64():
+        p, X = _setup(n=7)
+        y = jnp.linspace(-1, 1, 7)
+        l_ref, g_ref = jax.value_and_grad(model.mse)(p, X, y)
+        for chunk in (1, 3, 7, None):
+            batch = model.prepare_batch(X, y, p.c.shape[0], chunk)
+            assert batch.Xt.shape[0] * batch.Xt.shape[1] >= 7 and float(jnp.sum(batch.mask)) == 7
+            loss, g = model.loss_and_grad_batch(p, batch)
+            np.testing.assert_allclose(loss, l_ref, rtol=1e-12)
+            for a, b in zip(g, g_ref):
+                np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+    with pytest.raises(ValueError):
+        model.prepare_batch(X, y, 6, chunk=0)
+
+
+def test_chunk_size_rule():
+    assert model.chunk_size(5000, 256, 16, backend="cpu") == model.CHUNK_ELEMENTS // (16 * 256)
+    assert model.chunk_size(10, 256, 16, backend="cpu") == 10
+    assert model.chunk_size(5000, 256, 16, backend="gpu") == 5000
+
+
+def _torch_ref(p, X, y, lr=0.1, rho=1.0, dtype=None):
+    import torch
+
+    from ntkrepro.arda2026.torch_reference import AutogradStep
+
+    return AutogradStep(p.W, p.U, p.c, X, y, lr=lr, rho=rho, dtype=dtype or torch.float64)
+
+
+def test_torch_autograd_forward_and_gradients_equal_lemma1_fp64():
+    from ntkrepro.arda2026 import torch_reference
+
+    with enable_x64():
+        p, X = _setup(m=8, d=4, T=6, n=9)
+        y = jnp.sin(jnp.arange(9.0))
+        ref = _torch_ref(p, X, y)
+        np.testing.assert_allclose(torch_reference.forward(ref.W, ref.U, ref.c, ref.X).detach().numpy(),
+                                   model.forward(p, X), rtol=1e-12, atol=1e-14)
+        loss_t, g_t = ref.grads()
+        loss, g = model.loss_and_grad(p, X, y, chunk=4)
+        assert abs(loss_t - float(loss)) < 1e-12
+        for a, b in zip(g, g_t):
+            np.testing.assert_allclose(a, b.numpy(), rtol=1e-10, atol=1e-13)
+
+
+def test_torch_autograd_gradients_equal_lemma1_fp32_relative():
+    import torch
+
+    p, X = _setup(m=16, d=8, T=16, n=40, dtype=jnp.float32, seed=3)
+    y = 0.1 * jnp.cos(jnp.arange(40.0, dtype=jnp.float32))
+    _, g_t = _torch_ref(p, X, y, dtype=torch.float32).grads()
+    _, g = model.loss_and_grad(p, X, y, chunk=16)
+    for a, b in zip(g, g_t):
+        b = b.numpy()
+        assert np.max(np.abs(np.asarray(a) - b)) <= 1e-5 * np.max(np.abs(b))
+
+
+def test_projected_step_equals_torch_autograd_step_fp64():
+    """Several projected-GD steps (projection active) agree with the PyTorch-autograd baseline."""
+    with enable_x64():
+        p0, X = _setup(m=8, d=4, T=6, n=9)
+        y = jnp.sin(jnp.arange(9.0))
+        lr, rho, steps = 2.0, 0.05, 4
+        ref = _torch_ref(p0, X, y, lr=lr, rho=rho)
+        losses_t = [ref.step() for _ in range(steps)]
+        p, losses = model.train(p0, X, y, steps=steps, lr=lr, rho=rho, chunk=4)
+        np.testing.assert_allclose(losses, losses_t, rtol=1e-10)
+        for a, b in zip(p, ref.params()):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
+        # the projection was binding (otherwise this would only test plain GD)
+        r = rho / np.sqrt(8)
+        assert np.isclose(np.max(np.abs(np.asarray(p.c - p0.c))), r) or np.isclose(
+            np.max(np.linalg.norm(np.asarray(p.U - p0.U), axis=1)), r)
+        q, _ = model.gd_step(p0, p0, model.prepare_batch(X, y, 8), lr, rho)
+        one = _torch_ref(p0, X, y, lr=lr, rho=rho)
+        one.step()
+        for a, b in zip(q, one.params()):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)

@@ -8,7 +8,7 @@
 * exact paired tests for few units: :func:`sign_test`, :func:`permutation_test`;
 * the power line of an undecided entry (rule 5): :func:`power_line`, :func:`paired_test_power`;
 * distances and associations: :func:`rel_frobenius`, :func:`spearman`, :func:`spearman_ci`,
-  :func:`ks_distance`, :func:`effective_rank`.
+  :func:`ks_distance`, :func:`effective_rank`, :func:`participation_ratio`.
 
 All functions are deterministic given their ``seed`` so that ledger numbers repeat exactly.
 """
@@ -150,6 +150,22 @@ def effective_rank(eigvals: Sequence[float] | np.ndarray) -> float:
         raise ValueError("effective rank of a zero spectrum is undefined")
     p = lam[lam > 0] / total
     return float(np.exp(-(p * np.log(p)).sum()))
+
+
+def participation_ratio(eigvals: Sequence[float] | np.ndarray) -> float:
+    r"""Participation ratio :math:`(\sum_k\lambda_k)^2 / \sum_k\lambda_k^2` of a PSD spectrum.
+
+    Eigenvalues are clipped at 0 (round-off negatives). It is :math:`n` for :math:`n` equal
+    eigenvalues and 1 for a rank-one spectrum, and never exceeds :func:`effective_rank` (Renyi-2
+    against Shannon entropy). For an operator :math:`G` on :math:`\mathbb R^m` it equals
+    :math:`(\operatorname{tr} G)^2/\lVert G\rVert_F^2 = m\cos^2(G, I)`, the effective dimension of
+    Hazelden et al.'s library kpflow (``Operator.effdim``; G3, G4).
+    """
+    lam = np.clip(np.asarray(eigvals, np.float64), 0.0, None)
+    sq = float((lam ** 2).sum())
+    if sq <= 0:
+        raise ValueError("participation ratio of a zero spectrum is undefined")
+    return float(lam.sum() ** 2 / sq)
 
 
 # --------------------------------------------------------------------------------------------

@@ -143,20 +143,113 @@ def per_example_grads(params: Params, X: jax.Array) -> Params:
     return Params(gW, gU, gc)
 
 
-def loss_and_grad(params: Params, X: jax.Array, y: jax.Array) -> tuple[jax.Array, Params]:
-    r"""MSE :math:`\mathcal L = \frac1n\sum_j (f_j - y_j)^2` and its analytic gradient (Lemma 1 contracted with residuals)."""
-    F = head_features(params.W, params.U, X)
+# ----------------------------------------------------------------------------- training step
+#: Target size (elements) of one ``(chunk, T, m)`` block of the training step on CPU: 2**18 float32
+#: = 1 MiB, so the five such blocks of a chunk stay in the 2 MiB L2 / the L3 of the machine.
+CHUNK_ELEMENTS = 1 << 18
+
+
+class Batch(NamedTuple):
+    """A training set laid out for :func:`loss_and_grad_batch`: tokens as rows, split in chunks.
+
+    ``Xt (n_chunks, chunk, T, d)`` holds :math:`x_{j,t}` at ``Xt[., ., t, :]``; ``y (n_chunks, chunk)``;
+    ``mask (n_chunks, chunk)`` is 1 for a real input and 0 for the zero padding that fills the last
+    chunk. Build it once with :func:`prepare_batch` and reuse it for every step.
+    """
+
+    Xt: jax.Array
+    y: jax.Array
+    mask: jax.Array
+
+
+def chunk_size(n: int, m: int, T: int, backend: str | None = None) -> int:
+    """Inputs per chunk: all ``n`` on an accelerator; on CPU the largest chunk with ``chunk*T*m <= CHUNK_ELEMENTS``."""
+    backend = jax.default_backend() if backend is None else backend
+    if backend != "cpu":
+        return max(1, n)
+    return max(1, min(n, CHUNK_ELEMENTS // (T * m)))
+
+
+def prepare_batch(X: jax.Array, y: jax.Array, m: int, chunk: int | None = None) -> Batch:
+    """Lay out ``X (n, d, T)``, ``y (n,)`` for the chunked step (``m`` = width, used to size the chunk)."""
+    _check_inputs(X)
+    n, d, T = X.shape
+    chunk = chunk_size(n, m, T) if chunk is None else int(chunk)
+    if chunk < 1:
+        raise ValueError(f"chunk must be positive, got {chunk}")
+    k = -(-n // chunk)
+    pad = k * chunk - n
+    Xt = jnp.pad(jnp.swapaxes(X, 1, 2), ((0, pad), (0, 0), (0, 0)))
+    mask = jnp.pad(jnp.ones(n, X.dtype), (0, pad))
+    return Batch(Xt.reshape(k, chunk, T, d), jnp.pad(y.astype(X.dtype), (0, pad)).reshape(k, chunk),
+                 mask.reshape(k, chunk))
+
+
+def _chunk_grads(params: Params, Wp: jax.Array, Xt: jax.Array, y: jax.Array, mask: jax.Array,
+                 n: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    r"""One chunk's share of :math:`\sum_j r_j^2` and of the Lemma-1 gradient, in transposed layout.
+
+    With :math:`e_{jti} = \exp(z_{jti} - \max_t z_{jti})`, :math:`D_{ji} = \sum_t e_{jti}`
+    (so :math:`\alpha = e/D`), :math:`v_{jti} = U_i^\top x_{jt}`, :math:`s_{ji} = \sum_t e_{jti} v_{jti}/D_{ji}`,
+    :math:`r_j = f_j - y_j` and :math:`k_{ji} = \frac{2 r_j}{n}\,\frac{c_i\sigma'(s_{ji})}{\sqrt m D_{ji}}`:
+
+    .. math::
+
+        \nabla_{U_i}\mathcal L = \sum_{j,t} k_{ji} e_{jti}\, x_{jt},\qquad
+        \nabla_{W_i}\mathcal L = \sum_j \Big[\sum_t k_{ji} e_{jti}(v_{jti}-s_{ji})\, x_{jt}\Big] x_{jT}^\top,\qquad
+        \partial_{c_i}\mathcal L = \sum_j \tfrac{2 r_j}{n}\tfrac{h_{ji}}{\sqrt m},
+
+    i.e. Lemma 1 contracted with the residuals (:math:`X J X^\top U_i = \sum_t \alpha_t (v_t - s) x_t`).
+    Arrays are ``(chunk, T, m)`` with the head index minor, so every reduction over ``t`` and every
+    contraction is a plain (batched) matrix product without a transposed copy of a big block.
+    Returns ``(sum of masked r^2, grad W as (e, d, m), grad U as (d, m), grad c)``.
+    """
+    nc, T, d = Xt.shape
     m = params.c.shape[0]
-    f = F.h @ params.c / jnp.sqrt(m)
-    r = f - y
-    loss = jnp.mean(r**2)
-    w = 2.0 * r / r.shape[0]  # dL/df_j
-    cs = params.c * (1.0 - F.h**2) / jnp.sqrt(m)
-    wcs = w[:, None] * cs  # (n, m)
-    gW = jnp.einsum("nm,nmd,ne->mde", wcs, F.g, F.xT)
-    gU = jnp.einsum("nm,nmd->md", wcs, F.a)
-    gc = w @ F.h / jnp.sqrt(m)
-    return loss, Params(gW, gU, gc)
+    sm = jnp.sqrt(jnp.asarray(m, Xt.dtype))
+    xT = Xt[:, -1, :]  # (nc, d)
+    qT = (xT @ Wp).reshape(nc, d, m)  # W_i x_T as (nc, d, m)
+    z = jnp.einsum("ntd,ndm->ntm", Xt, qT)  # logits (nc, T, m)
+    e = jnp.exp(z - jnp.max(z, axis=1, keepdims=True))
+    den = jnp.sum(e, axis=1)  # (nc, m)
+    v = (Xt.reshape(nc * T, d) @ params.U.T).reshape(nc, T, m)  # U_i^T x_t
+    s = jnp.sum(e * v, axis=1) / den
+    h = jnp.tanh(s)
+    r = (h @ params.c / sm - y) * mask
+    w = 2.0 * r / n  # dL/df_j
+    k = w[:, None] * params.c * (1.0 - h * h) / (sm * den)
+    P = e * k[:, None, :]
+    G = P * (v - s[:, None, :])
+    gUT = Xt.reshape(nc * T, d).T @ P.reshape(nc * T, m)  # (d, m)
+    gT = jnp.einsum("ntd,ntm->ndm", Xt, G)  # (nc, d, m)
+    gWT = (xT.T @ gT.reshape(nc, d * m)).reshape(d, d, m)  # [e, d, i]
+    gc = w @ h / sm
+    return jnp.sum(r * r), gWT, gUT, gc
+
+
+def loss_and_grad_batch(params: Params, batch: Batch) -> tuple[jax.Array, Params]:
+    r"""MSE and its Lemma-1 gradient on a :class:`Batch`: a ``lax.scan`` over chunks (see :func:`_chunk_grads`)."""
+    m, d, _ = params.W.shape
+    dtype = batch.Xt.dtype
+    n = jnp.sum(batch.mask)
+    Wp = jnp.transpose(params.W, (2, 1, 0)).reshape(d, d * m)  # Wp[e, (d, i)] = W_i[d, e]
+
+    def body(acc, xs):
+        out = _chunk_grads(params, Wp, *xs, n)
+        return tuple(a + b for a, b in zip(acc, out)), None
+
+    init = (jnp.zeros((), dtype), jnp.zeros((d, d, m), dtype), jnp.zeros((d, m), dtype), jnp.zeros((m,), dtype))
+    (sse, gWT, gUT, gc), _ = jax.lax.scan(body, init, (batch.Xt, batch.y, batch.mask))
+    return sse / n, Params(jnp.transpose(gWT, (2, 1, 0)), gUT.T, gc)
+
+
+def loss_and_grad(params: Params, X: jax.Array, y: jax.Array, chunk: int | None = None) -> tuple[jax.Array, Params]:
+    r"""MSE :math:`\mathcal L = \frac1n\sum_j (f_j - y_j)^2` and its analytic gradient (Lemma 1 contracted with residuals).
+
+    Chunked over inputs (:func:`chunk_size`); inside a training loop prefer :func:`prepare_batch` once
+    and :func:`loss_and_grad_batch` per step.
+    """
+    return loss_and_grad_batch(params, prepare_batch(X, y, params.c.shape[0], chunk))
 
 
 def linear_term(params0: Params, delta: Params, X: jax.Array) -> jax.Array:
@@ -188,19 +281,25 @@ def project(params: Params, params0: Params, rho: float | jax.Array) -> Params:
     return Params(params0.W + dW, params0.U + dU, params0.c + dc)
 
 
-@partial(jax.jit, static_argnames=("steps", "project_every_step", "record_every"))
+def gd_step(params: Params, params0: Params, batch: Batch, lr: float | jax.Array, rho: float | jax.Array,
+            project_every_step: bool = True) -> tuple[Params, jax.Array]:
+    r"""One projected-GD step :math:`\theta \leftarrow \Pi(\theta - \eta\nabla\mathcal L)`; returns the new parameters and :math:`\mathcal L(\theta)` before it."""
+    loss, g = loss_and_grad_batch(params, batch)
+    p = jax.tree_util.tree_map(lambda a, b: a - lr * b, params, g)
+    return (project(p, params0, rho) if project_every_step else p), loss
+
+
+@partial(jax.jit, static_argnames=("steps", "project_every_step", "record_every", "chunk"))
 def train(params0: Params, X: jax.Array, y: jax.Array, *, steps: int, lr: float, rho: float,
-          project_every_step: bool = True, record_every: int = 1) -> tuple[Params, jax.Array]:
+          project_every_step: bool = True, record_every: int = 1, chunk: int | None = None) -> tuple[Params, jax.Array]:
     r"""Full-batch (projected) GD for ``steps`` steps; returns final parameters and the loss curve.
 
     ``losses[k]`` is :math:`\mathcal L(\theta(k\cdot\text{record\_every}))` (before the step).
     """
+    batch = prepare_batch(X, y, params0.c.shape[0], chunk)
 
     def step(p, _):
-        loss, g = loss_and_grad(p, X, y)
-        p = jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
-        if project_every_step:
-            p = project(p, params0, rho)
+        p, loss = gd_step(p, params0, batch, lr, rho, project_every_step)
         return p, loss
 
     def block(p, _):
