@@ -9,9 +9,10 @@
 # ---
 
 # %% [markdown]
-# # G3 (Hazelden et al. 2026): RNN / GRU GeNTK spectra, effective ranks per initialisation, loss curves
+# # G3 (Hazelden et al. 2026): RNN / GRU GeNTK effective dimension at initialisation vs learning, over an initial-scale sweep
 # Plotting only: numbers from `results/hazelden2026/G3_rnn_spectra.json`, computed by rule
-# `G3_hazelden2026_rnn_spectra` (`ntkrepro.hazelden2026.rnn.run_g3`).
+# `G3_hazelden2026_rnn_spectra` (`ntkrepro.hazelden2026.rnn.run_g3`); the verdict from the
+# registered criterion (`ntkrepro.hazelden2026.claims.evaluate_g3`).
 
 # %% tags=["parameters"]
 results = ["results/hazelden2026/G3_rnn_spectra.json"]
@@ -32,31 +33,71 @@ from ntkrepro.plotting import save_figure, set_theme
 set_theme()
 res = read_json(results[0])
 ev = evaluate_g3({Path(results[0]).stem: res}, scale)
-models = sorted({u["model"] for u in res["runs"]})
-gains = sorted({u["gain"] for u in res["runs"]})
+runs = res["runs"]
+models = sorted({u["model"] for u in runs})
+scales = sorted({u["scale"] for u in runs})
+seed0 = min(u["seed"] for u in runs)
 cmap = plt.get_cmap("viridis")
 
+
+def color(g):
+    return cmap(scales.index(g) / max(1, len(scales) - 1))
+
+
+def by_scale(m, key):
+    """(scales, mean, min, max) of ``key`` over the seeds of model ``m``."""
+    v = np.array([[u[key] for u in runs if u["model"] == m and u["scale"] == g] for g in scales], float)
+    return v.mean(1), v.min(1), v.max(1)
+
+
 # %%
-fig, axes = plt.subplots(len(models), 3, figsize=(12, 3.3 * len(models)), squeeze=False)
+fig = plt.figure(figsize=(13, 3.2 * len(models) + 3.4))
+gs = fig.add_gridspec(len(models) + 1, 3)
 for row, m in enumerate(models):
-    runs = [u for u in res["runs"] if u["model"] == m]
+    ax = fig.add_subplot(gs[row, 0])
     for u in runs:
-        c = cmap(gains.index(u["gain"]) / max(1, len(gains) - 1))
-        lam = np.array(u["eig_full"])
-        axes[row, 0].plot(np.arange(1, lam.size + 1), lam / lam[0], color=c, label=f"g={u['gain']}")
-        loss = np.array(u["loss"])
-        axes[row, 2].plot(loss / loss[0], color=c, label=f"g={u['gain']}")
-    axes[row, 0].set(xscale="log", yscale="log", ylim=(1e-8, 2), xlabel="eigenvalue index",
-                     ylabel="lambda_k / lambda_1", title=f"{m.upper()}: GeNTK spectrum at init")
-    g = [u["gain"] for u in runs]
-    axes[row, 1].plot(g, [u["er_space"] / res["hidden"] for u in runs], "o-", label="spatial er / H")
-    axes[row, 1].plot(g, [u["er_time"] / res["seq_len"] for u in runs], "s-", label="temporal er / T")
-    axes[row, 1].axhline(G3_LOW_RANK_FRAC, color="k", ls="--", lw=1, label="low-rank threshold")
-    axes[row, 1].set(xlabel="recurrent gain g", ylabel="effective rank (fraction)", ylim=(0, 1.05),
-                     title=f"{m.upper()}: effective ranks")
-    axes[row, 2].set(yscale="log", xlabel="GD step", ylabel="loss / initial loss", title=f"{m.upper()}: training")
-    for ax in axes[row]:
-        ax.legend(fontsize=6)
-fig.suptitle(f"G3 flip-flop, H={res['hidden']}, T={res['seq_len']} -- verdict: {ev.verdict.value}")
-fig.tight_layout(rect=(0, 0.05, 1, 1))
+        if u["model"] == m and u["seed"] == seed0:
+            lam = np.array(u["eig_full"])
+            ax.plot(np.arange(1, lam.size + 1), lam / lam[0], color=color(u["scale"]), label=f"g={u['scale']:.3g}")
+    ax.set(xscale="log", yscale="log", ylim=(1e-8, 2), xlabel="eigenvalue index", ylabel="lambda_k / lambda_1",
+           title=f"{m.upper()}: GeNTK spectrum at init")
+    ax.legend(fontsize=6)
+    ax = fig.add_subplot(gs[row, 1])
+    for key, dim, mk, lab in (("pr_full", "dim_full", "o-", "full GeNTK PR / N"),
+                              ("pr_space", "dim_space", "s--", "spatial (partial avg.) PR / H"),
+                              ("pr_time", "dim_time", "^--", "temporal (partial avg.) PR / (S T)")):
+        frac = np.array([[u[key] / u[dim] for u in runs if u["model"] == m and u["scale"] == g] for g in scales])
+        ax.errorbar(scales, frac.mean(1), yerr=[frac.mean(1) - frac.min(1), frac.max(1) - frac.mean(1)], fmt=mk,
+                    capsize=2, label=lab)
+    ax.axhline(G3_LOW_RANK_FRAC, color="k", ls=":", lw=1, label="low-rank threshold (full)")
+    ax.set(xscale="log", yscale="log", xlabel="initial scale g", ylabel="participation ratio / dimension",
+           title=f"{m.upper()}: effective dimension at init")
+    ax.legend(fontsize=6)
+    ax = fig.add_subplot(gs[row, 2])
+    for u in runs:
+        if u["model"] == m and u["seed"] == seed0:
+            loss = np.array(u["loss"])
+            ax.plot(loss / loss[0], color=color(u["scale"]), ls="--" if u["diverged"] else "-",
+                    label=f"g={u['scale']:.3g}" + (" (diverged)" if u["diverged"] else ""))
+    ax.set(yscale="log", xlabel="GD step", ylabel="loss / initial loss", title=f"{m.upper()}: training (seed {seed0})")
+    ax.legend(fontsize=6)
+ax = fig.add_subplot(gs[len(models), :2])
+markers = {"rnn": "o", "gru": "s"}
+for u in runs:
+    ax.scatter(u["pr_full"] / u["dim_full"], u["loss_ratio"], color=color(u["scale"]), marker=markers.get(u["model"], "x"),
+               edgecolors="r" if u["diverged"] else "none", s=25)
+for m in models:
+    ax.scatter([], [], marker=markers.get(m, "x"), color="0.4", label=m.upper())
+rho, pooled = ev.measured["spearman_pr_vs_loss_ratio_within_model"], ev.measured["spearman_pr_vs_loss_ratio_pooled"]
+ax.set(xscale="log", yscale="log", xlabel="GeNTK participation ratio / N at init", ylabel="final / initial loss",
+       title=(f"all runs (colour = g; red edge = diverged, excluded): within-model Spearman {rho.value:.2f} "
+              f"[{rho.low:.2f}, {rho.high:.2f}] (judged); pooled {pooled.value:.2f} [{pooled.low:.2f}, {pooled.high:.2f}]"))
+ax.legend(fontsize=7)
+ax = fig.add_subplot(gs[len(models), 2])
+ax.axis("off")
+ax.text(0, 1, "\n".join([f"verdict: {ev.verdict.value}"] + [f"({k}) {v.value}" for k, v in ev.parts.items()]
+                        + [p.text()[:90] for p in ev.power]), va="top", fontsize=7, wrap=True)
+fig.suptitle(f"G3 flip-flop, H={res['hidden']}, T={res['seq_len']}, {res['n_seeds']} seeds, "
+             f"{len(scales)} initial scales -- verdict: {ev.verdict.value}")
+fig.tight_layout(rect=(0, 0.04, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

@@ -1,91 +1,231 @@
-"""Pre-registered criteria G1-G4 on synthetic numbers, in both directions."""
+"""Pre-registered criteria G1-G4 on synthetic numbers, in four directions each: reproduces, refutes,
+inconclusive, and an underpowered (wide-interval / incomplete) case that must come out inconclusive."""
 
 import copy
 
+import numpy as np
+import pytest
+
 from ntkrepro.hazelden2026 import claims
 from ntkrepro.ledger import Verdict, get_claim, make_entry
+from ntkrepro.stats import participation_ratio, spearman, stratified_spearman_ci
 
 KINDS1 = ["embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"]
 KINDS2 = sorted(claims.G2_KINDS)
 
 
-def g1(err64=1e-17, err32=1e-8, kinds=KINDS1):
-    sites = lambda e: [{"site": k, "kind": k, "rel_error": e} for k in kinds]  # noqa: E731
+# ------------------------------------------------------------------------------------------ G1
+def g1(err64=1e-17, err32=1e-8, kinds=KINDS1, control=0.5):
+    sites = lambda e: [{"site": k, "kind": k, "rel_error": e, "control_rel_error": control} for k in kinds]  # noqa: E731
     return {"G1_kronecker_transformer": {
         "dtypes": {"float64": {"sites": sites(err64)}, "float32": {"sites": sites(err32)}},
         "params": dict(d_in=16, d_model=64, n_heads=1, d_mlp=128, n_layers=3, seq_len=50, batch=8, n_units=4, seed=0),
     }}
 
 
-def test_g1_both_directions():
+def test_g1_four_directions():
     assert claims.evaluate_g1(g1(), "paper").verdict is Verdict.REPRODUCED
     assert claims.evaluate_g1(g1(err64=1e-9), "paper").verdict is Verdict.NOT_REPRODUCED
     assert claims.evaluate_g1(g1(err32=2e-5), "paper").verdict is Verdict.NOT_REPRODUCED
-    assert claims.evaluate_g1(g1(kinds=KINDS1[:-1]), "paper").verdict is Verdict.INCONCLUSIVE
+    ev = claims.evaluate_g1(g1(kinds=KINDS1[:-1]), "paper")        # a site kind missing
+    assert ev.verdict is Verdict.INCONCLUSIVE and ev.power and "7 of 8" in ev.power[0].text()
+    # underpowered: a negative control that does not discriminate (wrong core looks right) never passes
+    ev = claims.evaluate_g1(g1(control=1e-6), "paper")
+    assert ev.verdict is Verdict.INCONCLUSIVE and any("negative control" in p.text() for p in ev.power)
     ev = claims.evaluate_g1(g1(), "smoke")
     assert any("4 output units" in s for s in ev.substitutes)
 
 
-def g2(err=1e-7, n_layers=24, weights="random_init", drop=False):
-    sites = [{"site": f"l{l}.{k}", "layer": l, "kind": k, "rel_error": err} for l in range(n_layers) for k in KINDS2]
+# ------------------------------------------------------------------------------------------ G2
+def g2(err=1e-7, n_layers=24, weights="random_init", drop=False, control=0.7):
+    sites = [{"site": f"l{l}.{k}", "layer": l, "kind": k, "rel_error": err, "control_rel_error": control}
+             for l in range(n_layers) for k in KINDS2]
     if drop:
         sites = sites[:-1]
     return {"G2_kronecker_pythia": {"sites": sites, "n_layers": n_layers, "weights": weights, "arch": "pythia-410m",
                                     "hidden_size": 1024, "params": {"n_tokens": 4, "seq_len": 16, "n_units": 4}}}
 
 
-def test_g2_both_directions_and_weights_label():
+def test_g2_four_directions_and_weights_label():
     ev = claims.evaluate_g2(g2(), "default")
     assert ev.verdict is Verdict.REPRODUCED
     assert any("random-init" in s for s in ev.substitutes) and ev.measured["weights"] == "random_init"
     assert not any("random-init" in s for s in claims.evaluate_g2(g2(weights="pretrained"), "default").substitutes)
     assert claims.evaluate_g2(g2(err=3e-5), "default").verdict is Verdict.NOT_REPRODUCED
-    assert claims.evaluate_g2(g2(drop=True), "default").verdict is Verdict.INCONCLUSIVE
+    ev = claims.evaluate_g2(g2(drop=True), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE and "95 of 96" in ev.power[0].text()
+    ev = claims.evaluate_g2(g2(control=1e-5), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE and ev.power
 
 
-def g3(er_space, er_time, loss_ratio, er_full, hidden=32, seq_len=40):
+# ------------------------------------------------------------------------------------------ G3
+SCALES = [1e-3, 1e-2, 1e-1, 0.5, 1.0, 3.0]
+
+
+def g3(pr_frac, loss_ratio, models=("rnn", "gru"), scales=SCALES, seeds=3, noise=0.0, diverged=(), dim=1000,
+       rng_seed=0, model_shift=None):
+    """Runs with PR/N = pr_frac(scale_index) and loss ratio = loss_ratio(scale_index) (+ noise);
+    ``model_shift[m] = (PR/N factor, loss-ratio offset)`` shifts a whole model."""
+    rng = np.random.default_rng(rng_seed)
     runs = []
-    for i, (m, g) in enumerate([("rnn", 0.5), ("rnn", 1.5), ("gru", 0.5), ("gru", 1.5)]):
-        runs.append({"model": m, "gain": g, "er_space": er_space[i], "er_time": er_time[i], "er_full": er_full[i],
-                     "loss_initial": 1.0, "loss_final": loss_ratio[i]})
-    return {"G3_rnn_spectra": {"runs": runs, "hidden": hidden, "seq_len": seq_len}}
+    for m in models:
+        for i, g in enumerate(scales):
+            for s in range(seeds):
+                fac, off = (model_shift or {}).get(m, (1.0, 0.0))
+                f = float(np.clip(fac * pr_frac(i) * (1 + 0.01 * rng.standard_normal()), 1e-4, 1))
+                lr = float(off + loss_ratio(i) + noise * rng.standard_normal())
+                runs.append({"model": m, "scale": g, "seed": s, "pr_full": f * dim, "dim_full": dim,
+                             "er_full": 2 * f * dim, "pr_space": 5.0, "dim_space": 64, "pr_time": 3.0, "dim_time": 20,
+                             "loss_initial": 1.0, "loss_final": lr, "loss_ratio": lr,
+                             "diverged": (m, g, s) in diverged})
+    return {"G3_rnn_spectra": {"runs": runs, "hidden": 64, "seq_len": 20, "kernel_samples": 1}}
 
 
-def test_g3_both_directions():
-    good = g3(er_space=[4, 8, 3, 6], er_time=[5, 5, 5, 5], loss_ratio=[0.9, 0.1, 0.8, 0.2], er_full=[5, 20, 4, 15])
-    assert claims.evaluate_g3(good, "default").verdict is Verdict.REPRODUCED
-    not_low = g3(er_space=[30, 31, 30, 31], er_time=[35, 36, 35, 38], loss_ratio=[0.9, 0.1, 0.8, 0.2],
-                 er_full=[5, 20, 4, 15])
-    assert claims.evaluate_g3(not_low, "default").verdict is Verdict.NOT_REPRODUCED
-    reversed_assoc = g3(er_space=[4, 8, 3, 6], er_time=[5, 5, 5, 5], loss_ratio=[0.1, 0.9, 0.2, 0.8],
-                        er_full=[5, 20, 4, 15])
-    assert claims.evaluate_g3(reversed_assoc, "default").verdict is Verdict.NOT_REPRODUCED
-    no_plateau = g3(er_space=[4, 8, 3, 6], er_time=[5, 5, 5, 5], loss_ratio=[0.3, 0.1, 0.3, 0.2],
-                    er_full=[5, 20, 4, 15])
-    assert claims.evaluate_g3(no_plateau, "default").verdict is Verdict.INCONCLUSIVE
+def test_g3_reproduces_low_rank_init_learns_worse():
+    res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
+    ev = claims.evaluate_g3(res, "default")
+    assert ev.verdict is Verdict.REPRODUCED, ev.reason
+    assert ev.measured["spearman_pr_vs_loss_ratio_within_model"].high <= 0
+    assert ev.parts["a_low_rank"].value == "holds" and not ev.power
 
 
-def g4(er_x, er_t, check=1e-15, seeds=2):
-    rows = [{"seed": s, "k": k, "er_input": a, "er_gentk_time": b}
-            for s in range(seeds) for k, a, b in zip(range(1, len(er_x) + 1), er_x, er_t)]
-    return {"G4_transformer_rank": {"rows": rows, "input_dims": list(range(1, len(er_x) + 1)),
-                                    "core_vs_autodiff_rel_error": check}}
+def test_g3_refutes_when_low_rank_learns_better_or_nothing_is_low_rank():
+    # lower initial rank goes with BETTER learning: interval wholly above 0
+    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.2 + 0.12 * i, noise=0.02),
+                            "default")
+    assert ev.verdict is Verdict.NOT_REPRODUCED and ev.measured["spearman_pr_vs_loss_ratio_within_model"].low > 0
+    # no initialisation low-rank with precision (all PR/N ~ 0.5, tight over seeds)
+    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.5 + 0.05 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02),
+                            "default")
+    assert ev.verdict is Verdict.NOT_REPRODUCED and ev.parts["a_low_rank"].value == "refuted"
 
 
-def test_g4_both_directions():
-    assert claims.evaluate_g4(g4([1, 2, 4, 8, 16], [1.5, 2.5, 4, 9, 17]), "default").verdict is Verdict.REPRODUCED
-    assert claims.evaluate_g4(g4([1, 2, 4, 8, 16], [5, 7, 9, 12, 30]), "default").verdict is Verdict.NOT_REPRODUCED
-    # bounded but no trend -> inconclusive
-    assert claims.evaluate_g4(g4([1, 2, 4, 8, 16], [2, 2, 2, 2, 2]), "default").verdict is Verdict.INCONCLUSIVE
-    # an invalid core-vs-autodiff check never yields a verdict either way
-    assert claims.evaluate_g4(g4([1, 2, 4, 8, 16], [5, 7, 9, 12, 30], check=1e-3), "default").verdict \
-        is Verdict.INCONCLUSIVE
+def test_g3_between_model_confound_does_not_pass():
+    """Simpson's paradox: within each model lower rank learns BETTER, but one model has lower rank and
+    higher loss overall, so the pooled correlation is negative. The within-model criterion refutes."""
+    res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.1 + 0.02 * i, noise=0.005,
+             model_shift={"gru": (0.1, 0.6), "rnn": (1.0, 0.0)})
+    ev = claims.evaluate_g3(res, "default")
+    assert ev.measured["spearman_pr_vs_loss_ratio_pooled"].high < 0            # pooled: "supports"
+    assert ev.measured["spearman_pr_vs_loss_ratio_within_model"].low > 0       # within: contradicts
+    assert ev.verdict is Verdict.NOT_REPRODUCED
 
 
-def test_ledger_entry_through_registry():
+def test_g3_inconclusive_when_more_than_a_third_diverge():
+    div = {(m, g, s) for m in ("rnn", "gru") for g in SCALES[3:] for s in range(3)}  # half of the runs
+    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i,
+                               noise=0.02, diverged=div), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE
+    assert any("diverged" in p.text() for p in ev.power)
+    assert len(ev.measured["diverged"]) == 18
+
+
+def test_g3_underpowered_wide_interval_is_inconclusive():
+    # few runs, weak noisy association: the interval straddles 0 -> inconclusive with a power line
+    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.6 - 0.02 * i, noise=0.3,
+                               scales=SCALES[:3], seeds=2, rng_seed=3), "default")
+    iv = ev.measured["spearman_pr_vs_loss_ratio_within_model"]
+    assert ev.verdict is Verdict.INCONCLUSIVE and iv.low < 0 < iv.high
+    assert any("Spearman" in p.text() and "non-diverged runs" in p.text() for p in ev.power)
+    # a single seed per initialisation cannot establish "low rank" with precision
+    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.09, loss_ratio=lambda i: 0.9 - 0.12 * i, seeds=1), "default")
+    assert ev.parts["a_low_rank"].value == "undecided" and ev.verdict is Verdict.INCONCLUSIVE and ev.power
+
+
+# ------------------------------------------------------------------------------------------ G4
+DIMS = [1, 2, 4, 8, 16, 32]
+
+
+def g4(pr_time, seeds=8, noise=0.0, check=1e-15, rng_seed=0):
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for s in range(seeds):
+        for k in DIMS:
+            prx = 0.8 * k * (1 + 0.02 * rng.standard_normal())
+            prt = float(pr_time(prx) + noise * rng.standard_normal())
+            rows.append({"seed": s, "k": k, "pr_input": prx, "er_input": prx, "pr_time": prt, "er_time": prt,
+                         "pr_out": prt, "er_out": prt, "spectrum_time": [1.0]})
+    return {"G4_transformer_rank": {"rows": rows, "input_dims": DIMS, "fourier_rows": [], "fourier_modes": [],
+                                    "internal_core_vs_autodiff_rel_error": check,
+                                    "output_core_vs_autodiff_rel_error": check,
+                                    "params": {"layernorm": False}}}
+
+
+def test_g4_four_directions():
+    ev = claims.evaluate_g4(g4(lambda x: 0.9 * x + 0.5, noise=0.05), "default")
+    assert ev.verdict is Verdict.REPRODUCED, ev.reason
+    assert any("kpflow examples/transformer_validation" in s for s in ev.substitutes)
+    # refutes: temporal rank far above the input's effective dimension
+    assert claims.evaluate_g4(g4(lambda x: 2 * x + 3, noise=0.05), "default").verdict is Verdict.NOT_REPRODUCED
+    # inconclusive: an invalid GeNTK computation never yields a verdict either way
+    ev = claims.evaluate_g4(g4(lambda x: 2 * x + 3, check=1e-3), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE and ev.power
+    # underpowered: excess hovering at the bound with large seed noise -> interval straddles 0
+    ev = claims.evaluate_g4(g4(lambda x: 1.25 * x + 1, noise=2.0, seeds=6), "default")
+    iv = ev.measured["max_excess_over_bound"]
+    assert ev.verdict is Verdict.INCONCLUSIVE and iv.low < 0 < iv.high and ev.power
+    # too few seeds to trust a bootstrap: undecided even if the point estimates look good
+    ev = claims.evaluate_g4(g4(lambda x: 0.9 * x + 0.5, seeds=2), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE and "seeds < 5" in ev.power[0].text()
+
+
+def test_g4_no_trend_is_not_a_pass():
+    # bounded but flat (the rank does not follow the input dimension): trend part refuted
+    ev = claims.evaluate_g4(g4(lambda x: 1.5, noise=0.05), "default")
+    assert ev.parts["a_bound"].value == "holds" and ev.verdict is not Verdict.REPRODUCED
+
+
+# ------------------------------------------------------------------------------- shared pieces
+def test_participation_ratio_on_analytic_spectra():
+    assert participation_ratio(np.ones(7)) == pytest.approx(7)
+    assert participation_ratio(np.array([3.0, 0, 0])) == pytest.approx(1)
+    assert participation_ratio(np.array([1.0, 1.0, -1e-15])) == pytest.approx(2)
+    # (1 + 1/2)^2 / (1 + 1/4) = 1.8; a geometric spectrum 2^-k -> (2)^2 / (4/3) = 3 in the limit
+    assert participation_ratio(np.array([1.0, 0.5])) == pytest.approx(1.8)
+    assert participation_ratio(0.5 ** np.arange(60)) == pytest.approx(3.0)
+    lam = np.random.default_rng(0).exponential(size=50)
+    from ntkrepro.stats import effective_rank
+    assert participation_ratio(lam) <= effective_rank(lam) + 1e-12
+    with pytest.raises(ValueError):
+        participation_ratio(np.zeros(3))
+
+
+def test_stratified_spearman_ci():
+    x = np.r_[np.arange(10.0), np.arange(10.0) + 100]
+    y = np.r_[np.arange(10.0), np.arange(10.0) - 100]    # within +1 in both strata, pooled negative
+    strata = ["a"] * 10 + ["b"] * 10
+    iv = stratified_spearman_ci(x, y, strata, n_boot=200)
+    assert iv.value == pytest.approx(1.0) and iv.low > 0.9 and spearman(x, y) < 0
+    # a stratum with fewer than min_size pairs is left out; none left -> error
+    iv = stratified_spearman_ci(np.r_[x, 5.0], np.r_[y, -5.0], strata + ["c"], n_boot=100)
+    assert iv.value == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        stratified_spearman_ci([1.0, 2.0], [1.0, 2.0], ["a", "b"])
+    # independent noise: the interval covers 0
+    rng = np.random.default_rng(0)
+    iv = stratified_spearman_ci(rng.standard_normal(40), rng.standard_normal(40), [0, 1] * 20, n_boot=500)
+    assert iv.low < 0 < iv.high
+
+
+def test_ledger_entries_carry_amendments_and_source():
     spec = get_claim("G1")
-    assert spec.paper == "hazelden2026" and "1e-10" in spec.criterion
+    assert spec.paper == "hazelden2026" and "1e-10" in spec.criterion and spec.version == 2
     res = copy.deepcopy(g1())
     res["G1_kronecker_transformer"]["provenance"] = {"x": 1}
     entry = make_entry("G1", res, scale="smoke")
     assert entry["verdict"] == "reproduced" and entry["measured"]["max_rel_error_float64"] == 1e-17
+    g3spec = get_claim("G3")
+    assert g3spec.version == 4 and len(g3spec.amendments) == 3
+    assert "0.05" in g3spec.amendments[0].change and "diverge" in g3spec.amendments[0].why
+    assert "some RNN initializations" in g3spec.statement
+    res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
+    res["G3_rnn_spectra"]["provenance"] = {}
+    entry = make_entry("G3", res, scale="default")
+    assert entry["criterion_version"] == 4 and len(entry["amendments"]) == 3
+    assert all(a["previous"] for a in entry["amendments"])
+    g4spec = get_claim("G4")
+    assert "kpflow" in g4spec.statement and g4spec.version == 2
+    res = g4(lambda x: 2 * x + 3, seeds=2)
+    res["G4_transformer_rank"]["provenance"] = {}
+    entry = make_entry("G4", res, scale="smoke")
+    assert entry["verdict"] == "inconclusive" and entry["power"] and entry["amendments"][0]["previous"]

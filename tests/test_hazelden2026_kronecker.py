@@ -116,18 +116,6 @@ def test_effective_rank_analytic():
         kr.effective_rank(np.zeros(3))
 
 
-def test_partial_traces_against_loops():
-    rng = np.random.default_rng(0)
-    s, t, h = 2, 3, 4
-    a = rng.standard_normal((s * t * h, 5))
-    th = a @ a.T
-    sp, tm = kr.partial_traces(th, s, t, h)
-    T6 = th.reshape(s, t, h, s, t, h)
-    sp_ref = sum(T6[i, j, :, i, j, :] for i in range(s) for j in range(t))
-    tm_ref = sum(T6[i, :, k, i, :, k] for i in range(s) for k in range(h))
-    assert np.allclose(sp, sp_ref) and np.allclose(tm, tm_ref)
-
-
 def test_rnn_operators_match_autodiff_and_kernel_is_dF_dF():
     """Theta_h = D P K P* D equals J J^T; K equals D_theta F D_theta F^* at fixed z (fp64)."""
     p = rnn.init_params("rnn", 3, 5, 3, 1.3, 0)
@@ -156,7 +144,23 @@ def test_gru_gentk_is_psd_and_rank_bounded():
     j = rnn.gentk_autodiff("gru", p, torch.from_numpy(x))
     assert j.shape == (2 * 5 * 4, 3 * (16 + 8 + 8))
     spec = rnn.spectra(j, 2, 5, 4)
-    assert 1 <= spec["er_space"] <= 4 and 1 <= spec["er_time"] <= 5
+    assert 1 <= spec["er_space"] <= 4 and 1 <= spec["er_time"] <= 10 and 1 <= spec["er_full"] <= 40
+    for part in ("full", "space", "time"):  # participation ratio <= entropy rank <= dimension
+        assert 1 <= spec[f"pr_{part}"] <= spec[f"er_{part}"] + 1e-9 <= spec[f"dim_{part}"] + 1e-9
+
+
+def test_partial_averages_are_kpflows_constant_vector_averages():
+    """Theta_space[i,j] = mean_{a,b} Theta[(a,i),(b,j)], Theta_time[a,b] = mean_{i,j} Theta[(a,i),(b,j)] (a = (s,t))."""
+    rng = np.random.default_rng(0)
+    s, t, h = 2, 3, 4
+    j = torch.from_numpy(rng.standard_normal((s * t * h, 7)))
+    th = (j @ j.T).numpy().reshape(s * t, h, s * t, h)
+    sp, tm = rnn.partial_averages(j, s, t, h)
+    assert np.allclose(sp, th.sum((0, 2)) / (s * t)) and np.allclose(tm, th.sum((1, 3)) / h)
+    # as an operator: applying Theta to a vector constant over (sample, time) and averaging over them
+    q = rng.standard_normal(h)
+    big = (j @ j.T).numpy() @ np.tile(q, s * t)
+    assert np.allclose(big.reshape(s * t, h).mean(0), sp @ q)
 
 
 def test_flip_flop_targets():
@@ -174,31 +178,73 @@ def test_flip_flop_targets():
 
 
 def test_g3_runs_and_is_deterministic():
-    p = dict(models=["rnn", "gru"], gains=[0.5, 1.5], hidden=6, seq_len=8, n_bits=2, p_pulse=0.2,
+    p = dict(models=["rnn", "gru"], init_scales=[0.01, 1.5], n_seeds=2, hidden=6, seq_len=8, n_bits=2, p_pulse=0.2,
              kernel_samples=2, train_samples=8, steps=5, lr=0.1, seed=0)
     a, b = rnn.run_g3(p, Ctx()), rnn.run_g3(p, Ctx())
     assert a == b
     assert a["rnn_operator_vs_autodiff_max_rel_error"] < 1e-12
-    assert all(len(u["loss"]) == 6 for u in a["runs"])
+    assert len(a["runs"]) == 8 and all(len(u["loss"]) == 6 for u in a["runs"])
+    u = a["runs"][0]
+    assert u["dim_full"] == 2 * 8 * 6 and u["dim_time"] == 16 and u["loss_ratio"] == u["loss_final"] / u["loss_initial"]
+    # the seeds differ (own data and weights); the scales of one seed share the weight draw
+    r0 = [v for v in a["runs"] if v["seed"] == 0 and v["model"] == "rnn"]
+    r1 = [v for v in a["runs"] if v["seed"] == 1 and v["model"] == "rnn"]
+    assert r0[0]["loss_initial"] != r1[0]["loss_initial"]
+
+
+def test_init_scale_multiplies_recurrent_weights_only():
+    small = rnn.init_params("gru", 3, 5, 3, 0.01, 7)
+    big = rnn.init_params("gru", 3, 5, 3, 1.0, 7)
+    for k in small:
+        ratio = 0.01 if k.startswith("W_h") else 1.0
+        assert torch.allclose(small[k], ratio * big[k])
 
 
 def test_g4_low_dim_inputs_and_run():
-    x = transformer.low_dim_inputs(2, 20, 6, np.random.default_rng(0))
-    assert np.linalg.matrix_rank(x) == 2
+    x = transformer.low_dim_inputs(2, 3, 20, 6, np.random.default_rng(0))
+    assert x.shape == (3, 20, 6) and np.linalg.matrix_rank(x.reshape(-1, 6)) == 2  # A shared by the sequences
     with pytest.raises(ValueError):
-        transformer.low_dim_inputs(7, 20, 6, np.random.default_rng(0))
-    p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=8, n_layers=1, seq_len=10, batch=1, d_out=1,
-             input_dims=[1, 3, 6], n_seeds=1, seed=0)
+        transformer.low_dim_inputs(7, 1, 20, 6, np.random.default_rng(0))
+    p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=8, n_layers=1, seq_len=10, batch=2, d_out=1,
+             input_dims=[1, 3, 6], n_seeds=1, seed=0, layernorm=False)
     res = transformer.run_g4(p, Ctx())
-    assert res["core_vs_autodiff_rel_error"] < 1e-12
+    assert res["internal_core_vs_autodiff_rel_error"] < 1e-12 and res["output_core_vs_autodiff_rel_error"] < 1e-12
     assert [r["k"] for r in res["rows"]] == [1, 3, 6]
+    assert res["rows"][0]["pr_input"] == pytest.approx(1.0)       # rank-1 inputs: one direction
+    assert all(1 <= r["pr_time"] <= 20 for r in res["rows"])
+
+
+@pytest.mark.parametrize("layernorm", [True, False])
+def test_internal_state_gentk_from_cores_equals_autodiff(layernorm):
+    """GeNTK of u = mean of all weight-site variables (kpflow's partial average), from cores vs J J^T."""
+    p = dict(d_in=5, d_model=8, n_heads=2, d_mlp=12, n_layers=2, d_out=2, layernorm=layernorm)
+    model = transformer.build(p, torch.float64, 0)
+    x = torch.randn(3, 6, 5, dtype=torch.float64)
+    th = transformer.gentk_states(model, x)
+    assert th["internal"].shape == (18, 18) and th["output"].shape == (36, 36)
+    for state in transformer.STATES:
+        ref = transformer.gentk_states_autodiff(model, x, state)
+        assert torch.linalg.norm(th[state] - ref) / torch.linalg.norm(ref) < 1e-12
+    assert "embed" not in transformer.internal_sites(model) and "readout" in transformer.internal_sites(model)
+    assert isinstance(model.blocks[0].ln1, torch.nn.LayerNorm if layernorm else torch.nn.Identity)
+
+
+def test_input_effdim_analytic():
+    rng = np.random.default_rng(0)
+    iso = rng.standard_normal((200, 50, 4))                        # isotropic in 4 dims
+    pr, er = transformer.input_effdim(iso)
+    assert pr == pytest.approx(4, rel=0.02) and er == pytest.approx(4, rel=0.02)
+    aniso = iso * np.array([1.0, 1.0, 0.0, 0.0])                    # exactly two directions, equal variance
+    assert transformer.input_effdim(aniso)[0] == pytest.approx(2, rel=0.02)
+    const = np.ones((3, 5, 4)) + rng.standard_normal((3, 5, 1)) * np.array([1.0, 0, 0, 0])  # mean removed
+    assert transformer.input_effdim(const)[0] == pytest.approx(1)
 
 
 def test_fourier_inputs_rank_and_g4_family():
-    x = transformer.fourier_inputs(3, 40, 10, np.random.default_rng(0))
-    assert x.shape == (40, 10) and np.linalg.matrix_rank(x) == 6
+    x = transformer.fourier_inputs(3, 2, 40, 10, np.random.default_rng(0))
+    assert x.shape == (2, 40, 10) and np.linalg.matrix_rank(x.reshape(-1, 10)) == 6
     with pytest.raises(ValueError):
-        transformer.fourier_inputs(6, 40, 10, np.random.default_rng(0))
+        transformer.fourier_inputs(6, 1, 40, 10, np.random.default_rng(0))
     p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=8, n_layers=1, seq_len=10, batch=1, d_out=1,
              input_dims=[1, 3, 6], fourier_modes=[1, 2], n_seeds=1, seed=0)
     res = transformer.run_g4(p, Ctx())

@@ -8,7 +8,8 @@
 * exact paired tests for few units: :func:`sign_test`, :func:`permutation_test`;
 * the power line of an undecided entry (rule 5): :func:`power_line`, :func:`paired_test_power`;
 * distances and associations: :func:`rel_frobenius`, :func:`spearman`, :func:`spearman_ci`,
-  :func:`ks_distance`, :func:`effective_rank`, :func:`participation_ratio`.
+  :func:`stratified_spearman_ci`, :func:`ks_distance`, :func:`effective_rank`,
+  :func:`participation_ratio`.
 
 All functions are deterministic given their ``seed`` so that ledger numbers repeat exactly.
 """
@@ -438,6 +439,32 @@ def spearman_ci(x: Sequence[float], y: Sequence[float], *, n_boot: int = 2000, l
     z = np.column_stack([np.asarray(x, float), np.asarray(y, float)])
     iv = bootstrap_ci(z, lambda u: spearman(u[:, 0], u[:, 1]), n_boot=n_boot, level=level, seed=seed)
     return Interval(iv.value, iv.low, iv.high, iv.level, "Spearman, " + iv.method)
+
+
+def stratified_spearman_ci(x: Sequence[float], y: Sequence[float], strata: Sequence, *, n_boot: int = 2000,
+                           level: float = 0.95, seed: int = 0, min_size: int = 3) -> Interval:
+    r"""Mean over strata of the within-stratum Spearman correlation, :math:`\bar\rho = \frac1K\sum_k \rho_k`,
+    with a percentile bootstrap that resamples the (x, y) pairs within each stratum (sizes fixed).
+
+    An association that must hold *within* groups (e.g. across initialisations of one model) is
+    not confounded by differences between the groups, which a pooled correlation would mix in
+    (Simpson's paradox). Strata with fewer than ``min_size`` pairs are left out.
+    """
+    x, y, s = np.asarray(x, float), np.asarray(y, float), np.asarray(strata)
+    groups = [np.flatnonzero(s == k) for k in np.unique(s)]
+    groups = [g for g in groups if g.size >= min_size]
+    if not groups:
+        raise ValueError(f"no stratum has {min_size} or more pairs")
+    rng = np.random.default_rng(seed)
+
+    def stat(idx: list[np.ndarray]) -> float:
+        return float(np.mean([spearman(x[i], y[i]) for i in idx]))
+
+    boots = np.array([stat([g[rng.integers(0, g.size, g.size)] for g in groups]) for _ in range(n_boot)])
+    a = (1 - level) / 2
+    return Interval(stat(groups), float(np.quantile(boots, a)), float(np.quantile(boots, 1 - a)), level,
+                    f"mean within-stratum Spearman ({len(groups)} strata), stratified percentile bootstrap, "
+                    f"{n_boot} resamples")
 
 
 def ks_distance(samples: Sequence[float] | np.ndarray, cdf: str | Callable = "norm", args: tuple = ()) -> float:

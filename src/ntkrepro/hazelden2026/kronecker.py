@@ -77,12 +77,14 @@ def linear_sites(model: nn.Module, pattern: str = ".*") -> dict[str, nn.Linear]:
 
 @contextlib.contextmanager
 def record_sites(sites: Mapping[str, nn.Linear], *, detach_inputs: bool = False,
-                 keep_outputs: bool = False) -> Iterator[dict[str, SiteRecord]]:
+                 keep_outputs: bool = False, attach_inputs: bool = False) -> Iterator[dict[str, SiteRecord]]:
     """Register forward hooks on ``sites``; yields ``{name: SiteRecord}`` filled by forward passes.
 
     With ``detach_inputs`` the site's input is replaced by a detached copy *before* the layer runs
     (values unchanged), so that autodiff from the site's output back to its weight sees only the
     direct dependence :math:`y = W v + b` -- the partial derivative :math:`D_\theta F` at fixed state.
+    Recorded inputs are detached unless ``attach_inputs`` (then they stay in the autodiff graph, so
+    that a function of the weight-site variables can be differentiated w.r.t. the parameters).
     """
     records = {name: SiteRecord(name, mod) for name, mod in sites.items()}
     handles = []
@@ -97,7 +99,7 @@ def record_sites(sites: Mapping[str, nn.Linear], *, detach_inputs: bool = False,
                 x = x.detach()
                 rec.inputs.append(x)
                 return (x,)
-            rec.inputs.append(x.detach())
+            rec.inputs.append(x if attach_inputs else x.detach())
             return None
 
         def post(module, args, out, rec=rec):
@@ -223,19 +225,3 @@ def compare_sites(model: nn.Module, forward: Callable[[nn.Module], object], site
         del k_fwd, k_ad, k_ctl, y
         rec_ad[name].outputs.clear()
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Spectra and effective ranks (effective_rank: ntkrepro.stats)
-
-
-def partial_traces(theta: np.ndarray, n_samples: int, n_times: int, n_units: int) -> tuple[np.ndarray, np.ndarray]:
-    r"""Spatial and temporal kernels of an operator on states indexed (sample, time, unit).
-
-    :math:`\Theta_\mathrm{space}[i,j] = \sum_{s,t}\Theta[(s,t,i),(s,t,j)]`,
-    :math:`\Theta_\mathrm{time}[t,t'] = \sum_{s,i}\Theta[(s,t,i),(s,t',i)]`.
-    """
-    th = np.asarray(theta).reshape(n_samples, n_times, n_units, n_samples, n_times, n_units)
-    space_k = np.einsum("stistj->ij", th)
-    time_k = np.einsum("stisui->tu", th)
-    return space_k, time_k

@@ -1,4 +1,9 @@
-r"""Claim G3: GeNTK spectra, spatial/temporal effective ranks and loss plateaus of RNNs and GRUs.
+r"""Claim G3: GeNTK effective dimensions at initialisation and learning of RNNs and GRUs over an
+initial-scale sweep.
+
+Hazelden et al. (abstract): "formalize notions of low-rank, biased learning in terms of reduced
+spatial or temporal ranks of the full operator ... explains why some RNN initializations yield
+better learning, while some plateau, by biasing the GeNTK".
 
 **Task** (flip-flop, Sussillo & Barak 2013): ``n_bits`` input channels receive pulses
 :math:`\pm 1` with probability ``p_pulse`` per step; the target of each channel is the sign of
@@ -15,17 +20,19 @@ its most recent pulse (0 before the first).
   sub-diagonal blocks :math:`-W\,\mathrm{diag}(\tanh'(z_{t-1}))`.
   The GeNTK on :math:`h` is :math:`\Theta_h = D\,\mathcal P\mathcal K\mathcal P^* D`,
   :math:`D = \mathrm{diag}(\tanh'(z))` (:func:`rnn_gentk_operators`).
-* GRU (PyTorch's gate equations) with recurrent gain on the three recurrent matrices.
+* GRU (PyTorch's gate equations) with the initial scale on the three recurrent matrices.
 
 For both, :math:`\Theta_h = J J^\top` with :math:`J = \partial h / \partial \theta_\mathrm{rec}`
 (all parameters except the readout) by autodiff (:func:`gentk_autodiff`); for the RNN the
 operator form above is checked against it. Recurrent weights are drawn
-:math:`\mathcal N(0, g^2/H)` for gain :math:`g`; input weights :math:`\mathcal N(0, 1/n_\mathrm{in})`.
+:math:`\mathcal N(0, g^2/H)` for the initial scale :math:`g` (kpflow's ``init_level`` multiplies
+PyTorch's default :math:`U(\pm 1/\sqrt H)` recurrent init, std :math:`1/\sqrt{3H}`, so its
+level :math:`\ell` is our :math:`g = \ell/\sqrt 3`); input weights :math:`\mathcal N(0, 1/n_\mathrm{in})`.
 
-Reported per (model, gain): entropy effective ranks of the spatial kernel
-:math:`\sum_{s,t}\Theta[(s,t,i),(s,t,j)]`, the temporal kernel
-:math:`\sum_{s,i}\Theta[(s,t,i),(s,t',i)]` and of :math:`\Theta_h` itself, at initialisation;
-and the full-batch gradient-descent loss curve of the MSE on a fixed training set.
+Reported per (model, scale, seed), at initialisation: the participation ratio
+:math:`(\sum\lambda)^2/\sum\lambda^2` (kpflow's effective dimension) and the entropy effective
+rank of :math:`\Theta_h` and of kpflow's partial-averaged spatial and temporal operators
+(:func:`spectra`); and the full-batch gradient-descent loss curve of the MSE on a fixed training set.
 """
 
 from __future__ import annotations
@@ -35,9 +42,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ntkrepro.hazelden2026 import kronecker as kr
+from ntkrepro.stats import effective_rank, participation_ratio
 
 MODELS = ("rnn", "gru")
+#: Steps of the first kernel sequence on which the RNN operator form is checked against autodiff.
+OP_CHECK_STEPS = 10
 
 
 def flip_flop(n_samples: int, seq_len: int, n_bits: int, p_pulse: float, rng: np.random.Generator):
@@ -144,25 +153,50 @@ def rnn_gentk_operators(p: dict[str, torch.Tensor], x: torch.Tensor) -> dict[str
     return {"K": core, "P": prop, "theta_z": theta_z, "theta_h": theta_h}
 
 
-def spectra(jac: torch.Tensor, n_samples: int, seq_len: int, hidden: int) -> dict[str, Any]:
-    r"""Eigenvalues of :math:`\Theta = J J^\top` and the effective ranks of it and of its spatial/temporal kernels.
+def partial_averages(jac: torch.Tensor, n_samples: int, seq_len: int, hidden: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""kpflow's partial-averaged spatial and temporal operators of :math:`\Theta = J J^\top`.
 
-    The spectrum comes from the smaller Gram (:math:`J J^\top` or :math:`J^\top J`, same nonzero
-    eigenvalues); the partial traces are contracted directly from :math:`J` (never forming
-    :math:`\Theta`): :math:`\Theta_\mathrm{space} = \sum_{s,t} J_{st}J_{st}^\top`,
-    :math:`\Theta_\mathrm{time}[t,u] = \sum_{s,i} J_{s t i}\cdot J_{s u i}`.
+    kpflow (``Operator.partial_avg``) applies :math:`\Theta` to vectors that are constant along
+    the averaged axes and averages the result over them, i.e.
+
+    .. math::
+
+        \Theta_\mathrm{space}[i,j] = \frac{1}{ST}\sum_{a,b}\Theta[(a,i),(b,j)], \qquad
+        \Theta_\mathrm{time}[a,b] = \frac1H\sum_{i,j}\Theta[(a,i),(b,j)],
+
+    with :math:`a, b` running over (sample, time) points. Both are contracted from :math:`J`
+    (never forming :math:`\Theta`): :math:`\Theta_\mathrm{space} = J_\Sigma J_\Sigma^\top/(ST)` with
+    :math:`J_\Sigma[i] = \sum_a J_{(a,i)}`, and likewise over units for :math:`\Theta_\mathrm{time}`
+    (shape :math:`ST\times ST`).
     """
-    j = jac.numpy()
-    gram = j @ j.T if j.shape[0] <= j.shape[1] else j.T @ j
-    lam = np.clip(np.linalg.eigvalsh(gram), 0, None)[::-1]
-    j4 = j.reshape(n_samples, seq_len, hidden, -1)
-    space_k = np.einsum("stip,stjp->ij", j4, j4, optimize=True)
-    time_k = np.einsum("stip,suip->tu", j4, j4, optimize=True)
-    lam_s = np.linalg.eigvalsh(space_k)[::-1]
-    lam_t = np.linalg.eigvalsh(time_k)[::-1]
-    return {"er_full": kr.effective_rank(lam), "er_space": kr.effective_rank(lam_s),
-            "er_time": kr.effective_rank(lam_t), "eig_full": lam[: min(200, lam.size)].tolist(),
-            "eig_space": lam_s.tolist(), "eig_time": lam_t.tolist()}
+    j3 = jac.reshape(n_samples * seq_len, hidden, -1)
+    js = j3.sum(0)   # (H, P)
+    jt = j3.sum(1)   # (S*T, P)
+    return (js @ js.T / (n_samples * seq_len)).numpy(), (jt @ jt.T / hidden).numpy()
+
+
+def spectra(jac: torch.Tensor, n_samples: int, seq_len: int, hidden: int) -> dict[str, Any]:
+    r"""Spectrum of :math:`\Theta_h = J J^\top` at initialisation and its effective dimensions.
+
+    The eigenvalues come from the smaller Gram (:math:`J J^\top` or :math:`J^\top J`, same nonzero
+    eigenvalues). For the full operator (dimension :math:`N = S\,T\,H`) and for kpflow's
+    partial-averaged spatial (:math:`H`) and temporal (:math:`ST`) operators
+    (:func:`partial_averages`) it returns the participation ratio
+    :math:`\mathrm{PR} = (\sum_k\lambda_k)^2/\sum_k\lambda_k^2` (kpflow's effective dimension,
+    :func:`ntkrepro.stats.participation_ratio`) and the entropy effective rank
+    (:func:`ntkrepro.stats.effective_rank`).
+    """
+    gram = jac @ jac.T if jac.shape[0] <= jac.shape[1] else jac.T @ jac  # torch: respects set_num_threads
+    lam = np.clip(torch.linalg.eigvalsh(gram).numpy(), 0, None)[::-1]
+    del gram
+    space_k, time_k = partial_averages(jac, n_samples, seq_len, hidden)
+    lam_s = np.clip(torch.linalg.eigvalsh(torch.from_numpy(space_k)).numpy(), 0, None)[::-1]
+    lam_t = np.clip(torch.linalg.eigvalsh(torch.from_numpy(time_k)).numpy(), 0, None)[::-1]
+    return {"pr_full": participation_ratio(lam), "er_full": effective_rank(lam),
+            "pr_space": participation_ratio(lam_s), "er_space": effective_rank(lam_s),
+            "pr_time": participation_ratio(lam_t), "er_time": effective_rank(lam_t),
+            "dim_full": int(jac.shape[0]), "dim_space": hidden, "dim_time": n_samples * seq_len,
+            "eig_full": lam[: min(200, lam.size)].tolist(), "eig_space": lam_s.tolist(), "eig_time": lam_t.tolist()}
 
 
 def train_gd(model: str, p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor, steps: int,
@@ -187,29 +221,52 @@ def train_gd(model: str, p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.T
 
 
 def run_g3(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """G3: GeNTK effective ranks at init and GD loss curves, per model and recurrent gain."""
+    r"""G3: GeNTK effective dimensions at initialisation and GD loss ratios over an initial-scale sweep.
+
+    For every replicate ``r < n_seeds`` (its own flip-flop kernel and training sequences and its own
+    initial weight draw, shared by all scales so that the scales are paired), every model and every
+    initial scale :math:`g` in ``init_scales`` (recurrent weights :math:`\mathcal N(0, g^2/H)`):
+    the spectrum of :math:`\Theta_h` at initialisation (:func:`spectra`) and a full-batch GD run of
+    ``steps`` steps; ``loss_ratio`` = final / initial loss, final = mean of the last 10% of the
+    recorded losses. A run *diverged* if a loss is non-finite or exceeds 10x the initial loss.
+    The spectra are computed in float32. The RNN operator form :math:`D\mathcal P\mathcal K\mathcal P^* D`
+    is checked against autodiff in float64 on the first ``OP_CHECK_STEPS`` steps of the first kernel
+    sequence of replicate 0 at every scale.
+    """
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)  # tiny sequential ops: threads only add overhead
-    rng = np.random.default_rng(params["seed"])
-    xk, _ = flip_flop(params["kernel_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
-    xtr, ytr = flip_flop(params["train_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
-    xk, xtr, ytr = map(torch.from_numpy, (xk, xtr, ytr))
+    scales = [float(g) for g in params["init_scales"]]
     runs = []
     op_check = []
-    configs = [(m, g) for m in params["models"] for g in params["gains"]]
-    for model, gain in ctx.progress(configs, desc="G3 (model, gain)"):
-        p = init_params(model, params["n_bits"], params["hidden"], params["n_bits"], gain, params["seed"])
-        jac = gentk_autodiff(model, p, xk)
+    configs = [(r, m, g) for r in range(params["n_seeds"]) for m in params["models"] for g in scales]
+    data: dict[int, tuple[torch.Tensor, ...]] = {}
+    for rep, model, scale in ctx.progress(configs, desc="G3 (seed, model, scale)"):
+        if rep not in data:
+            rng = np.random.default_rng([params["seed"], rep])
+            xk, _ = flip_flop(params["kernel_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
+            xtr, ytr = flip_flop(params["train_samples"], params["seq_len"], params["n_bits"], params["p_pulse"], rng)
+            data[rep] = tuple(map(torch.from_numpy, (xk, xtr, ytr)))
+        xk, xtr, ytr = data[rep]
+        p = init_params(model, params["n_bits"], params["hidden"], params["n_bits"], scale,
+                        params["seed"] * 100_003 + rep)
+        # spectra in float32 (an effective dimension, not an exactness claim; ~10x faster Jacobian)
+        jac = gentk_autodiff(model, {k: v.float() for k, v in p.items()}, xk.float())
         spec = spectra(jac, params["kernel_samples"], params["seq_len"], params["hidden"])
-        if model == "rnn":  # operator form P K P* on the first kernel sequence (state T*H) vs autodiff
-            ops = rnn_gentk_operators(p, xk[:1])
-            j1 = jac[: params["seq_len"] * params["hidden"]]
+        del jac
+        if model == "rnn" and rep == 0:  # operator form D P K P* D vs autodiff, float64, first sequence
+            x1 = xk[:1, :OP_CHECK_STEPS]
+            ops = rnn_gentk_operators(p, x1)
+            j1 = gentk_autodiff(model, p, x1)
             ref = j1 @ j1.T
             op_check.append(float(torch.linalg.norm(ops["theta_h"] - ref) / torch.linalg.norm(ref)))
         losses = train_gd(model, p, xtr, ytr, params["steps"], params["lr"])
-        runs.append({"model": model, "gain": gain, **spec, "er_space_frac": spec["er_space"] / params["hidden"],
-                     "er_time_frac": spec["er_time"] / params["seq_len"], "loss": losses,
-                     "loss_initial": losses[0], "loss_final": float(np.mean(losses[-max(1, len(losses) // 10):])),
-                     "diverged": bool(not np.all(np.isfinite(losses)) or max(losses) > 10 * losses[0])})
+        final = float(np.mean(losses[-max(1, len(losses) // 10):]))
+        diverged = bool(not np.all(np.isfinite(losses)) or max(losses) > 10 * losses[0])
+        runs.append({"model": model, "scale": scale, "seed": rep, **spec, "loss": losses,
+                     "loss_initial": losses[0], "loss_final": final,
+                     "loss_ratio": final / losses[0] if np.isfinite(final) else float("inf"),
+                     "diverged": diverged})
     return {"runs": runs, "hidden": params["hidden"], "seq_len": params["seq_len"],
+            "kernel_samples": params["kernel_samples"], "init_scales": scales, "models": list(params["models"]),
+            "n_seeds": params["n_seeds"], "steps": params["steps"], "lr": params["lr"],
             "rnn_operator_vs_autodiff_max_rel_error": max(op_check) if op_check else None}
