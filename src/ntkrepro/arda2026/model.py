@@ -41,6 +41,44 @@ projection onto :math:`\lVert W_i - W_i(0)\rVert_F\le\rho/\sqrt m`,
 
 Arrays: a batch of inputs is ``X`` of shape ``(n, d, T)``; parameters are :class:`Params` with
 ``W (m, d, d)``, ``U (m, d)``, ``c (m,)``. Everything is vectorised over heads (``einsum``).
+
+**The training step** (:func:`gd_step`, :func:`train`; issue 13.5). One full-batch step at the
+authors' sizes (m = 256, n = 5000, d = 8, T = 16) is ~1.9 GFLOP of contractions with an inner
+dimension of 8 or 16, so it is bound by moving the ``(n, T, m)`` blocks (20.5 M floats = 82 MB
+each) between operations, not by arithmetic. :func:`loss_and_grad_batch` therefore
+
+* uses the closed-form Lemma-1 gradient contracted with the residuals (no autodiff graph, no
+  ``(n, m, d, d)`` per-example gradients): logits, softmax numerators ``e``, values
+  :math:`v = X^\top U_i`, then two weighted blocks ``P = k e`` and ``G = k e (v - s)`` whose
+  contractions with the tokens give :math:`\nabla_U` and :math:`\nabla_W` (:func:`_chunk_grads`);
+* keeps the head index minor, ``(chunk, T, m)``, so reductions over ``t`` are vectorised over heads
+  and every product is a plain (batched) matrix product -- XLA inserts no transposed copy of a big
+  block (the previous step, built on the ``(n, m, T)`` layout of :func:`head_features`, made three
+  such copies per step and ran at about half the speed of the PyTorch step);
+* runs a ``lax.scan`` over chunks of inputs (:func:`chunk_size`: 32 inputs at m = 256, T = 16 on CPU,
+  one 512-KiB block), so the blocks stay in the core's L2 cache instead of round-tripping through
+  memory, and the gradient is accumulated across chunks; on an accelerator the batch is one chunk.
+
+Bytes moved per step (operand reads + result writes of every operation, fp32; leading terms,
+:func:`step_bytes`): per chunk XLA writes six ``(chunk, T, m)`` blocks (logits ``z``, ``e``,
+``v``, ``e v``, ``P``, ``G``) and reads eleven (``z`` twice: max, exp; ``e`` four times; ``v`` twice;
+``e v``, ``P``, ``G`` once), plus two ``(chunk, d, m)`` blocks (``W_i x_T`` and the per-input
+:math:`\nabla_W` factor) written and read once, plus the tokens read four times:
+:math:`4\,[17\,nTm + 4\,ndm + 4\,nTd]` bytes = 1.57 GB at the authors' sizes (XLA's own cost
+analysis of the compiled step: 1.80 GB, it also counts the per-chunk parameter reads and the
+``(n, m)`` vectors). Only the inputs and parameters (~2.7 MB) must come from memory.
+The plain PyTorch-autograd step (:mod:`ntkrepro.arda2026.torch_reference`) moves fewer bytes by
+the same count (1.18 GB counted per ATen kernel: ``bmm`` and softmax, forward and backward) but each
+of its blocks is a fresh 82-MB allocation that goes through memory, not cache (the benchmark
+reports its minor page faults per step).
+
+Where the time goes (JAX profiler, 2 shared cores, chunk = 32, m = 256, n = 5000): about half in
+the six matrix products -- the two per-input batched products (:math:`\nabla_W` factor
+:math:`X^\top G` 16 %, logits :math:`X^\top(W_i x_T)` 11 %), the values :math:`X U^\top` 9 %,
+:math:`\nabla_U` 6 %, :math:`\nabla_W` 4 %, :math:`W_i x_T` 4 % -- and half in the passes over the
+blocks: ``exp`` 13 %, ``e v`` 8 %, ``G`` 7 %, max over ``t`` 6 %, ``P`` 5 %, the two sums over
+``t`` 5 %. Measured speed (``snakemake benchmarks``, results/benchmarks/arda2026_training_throughput.json):
+see the README; the benchmark reports both steps in one run with bytes/step and bandwidth fractions.
 """
 
 from __future__ import annotations
@@ -144,9 +182,18 @@ def per_example_grads(params: Params, X: jax.Array) -> Params:
 
 
 # ----------------------------------------------------------------------------- training step
-#: Target size (elements) of one ``(chunk, T, m)`` block of the training step on CPU: 2**18 float32
-#: = 1 MiB, so the five such blocks of a chunk stay in the 2 MiB L2 / the L3 of the machine.
-CHUNK_ELEMENTS = 1 << 18
+#: Target size (elements) of one ``(chunk, T, m)`` block of the training step on CPU: 2**17 float32
+#: = 512 KiB, so the blocks a chunk works on stay in the 2 MiB L2 cache of one core.
+CHUNK_ELEMENTS = 1 << 17
+
+
+def step_bytes(m: int, n: int, d: int, T: int, itemsize: int = 4) -> int:
+    r"""Analytic bytes moved by one :func:`gd_step` (leading terms; see the module docstring).
+
+    :math:`\text{itemsize}\cdot[17\,nTm + 4\,ndm + 4\,nTd]`: six ``(n, T, m)`` blocks written and
+    eleven read, two ``(n, d, m)`` blocks written and read once, the tokens read four times.
+    """
+    return int(itemsize * (17 * n * T * m + 4 * n * d * m + 4 * n * T * d))
 
 
 class Batch(NamedTuple):
