@@ -285,9 +285,9 @@ register_figure(
 register_claim("A5", "arda2026", [rules.A5_arda2026_attention_share.output.results], ["arda2026_A5_attention_share"])
 
 
-# ---- benchmark: training throughput, vectorised over heads vs per-head loop -----------------
+# ---- benchmark: projected-GD steps/s, project step vs plain PyTorch autograd (issue 13.5) ---
 rule arda2026_training_throughput:
-    """Full-batch training steps/s (ntkrepro.arda2026.benchmark.run_throughput)."""
+    """Projected-GD steps/s of the project step and a PyTorch-autograd step, bytes/step, bandwidth (ntkrepro.arda2026.benchmark.run_throughput)."""
     output:
         results=f"{R}/benchmarks/arda2026_training_throughput.json",
     log:
