@@ -83,14 +83,18 @@ for row, m in enumerate(models):
     ax.legend(fontsize=6)
 ax = fig.add_subplot(gs[len(models), :2])
 markers = {"rnn": "o", "gru": "s"}
+ok_ratios = [u["loss_ratio"] for u in runs if not u["diverged"] and np.isfinite(u["loss_ratio"])]
+top = 1.5 * max(ok_ratios) if ok_ratios else 1.0
 for u in runs:
-    ax.scatter(u["pr_full"] / u["dim_full"], u["loss_ratio"], color=color(u["scale"]), marker=markers.get(u["model"], "x"),
-               edgecolors="r" if u["diverged"] else "none", s=25)
+    y = u["loss_ratio"] if not u["diverged"] else top  # diverged runs: drawn at the top edge, red
+    ax.scatter(u["pr_full"] / u["dim_full"], y, color=color(u["scale"]), marker=markers.get(u["model"], "x"),
+               edgecolors="r" if u["diverged"] else "none", linewidths=1.5, s=30)
+ax.set_ylim(top=top * 1.3)
 for m in models:
     ax.scatter([], [], marker=markers.get(m, "x"), color="0.4", label=m.upper())
 rho, pooled = ev.measured["spearman_pr_vs_loss_ratio_within_model"], ev.measured["spearman_pr_vs_loss_ratio_pooled"]
 ax.set(xscale="log", yscale="log", xlabel="GeNTK participation ratio / N at init", ylabel="final / initial loss",
-       title=(f"all runs (colour = g; red edge = diverged, excluded): within-model Spearman {rho.value:.2f} "
+       title=(f"all runs (colour = g; red edge at the top = diverged, excluded): within-model Spearman {rho.value:.2f} "
               f"[{rho.low:.2f}, {rho.high:.2f}] (judged); pooled {pooled.value:.2f} [{pooled.low:.2f}, {pooled.high:.2f}]"))
 ax.legend(fontsize=7)
 ax = fig.add_subplot(gs[len(models), 2])
