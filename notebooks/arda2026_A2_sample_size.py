@@ -27,7 +27,8 @@ from ntkrepro.io import read_json
 from ntkrepro.plotting import save_figure, set_theme
 
 set_theme()
-res = read_json(results[0])
+out = read_json(results[0])
+res = out["kinds"][out["headline_kind"]]
 w = np.array(res["widths"], float)
 ns = np.array(res["n_values"], float)
 
@@ -47,7 +48,13 @@ axes[1].plot(grid, f["pow_C"] * grid ** f["pow_p"], "--",
              label=f"C n^p, p={f['pow_p']:.2f} (RSS {f['rss_pow']:.3g}); log-log p {p['value']:.2f} "
                    f"[{p['ci_low']:.2f}, {p['ci_high']:.2f}]")
 axes[1].set(xscale="log", xlabel="sample size n", ylabel="width for target error")
+for kind, other in out["kinds"].items():
+    if kind != out["headline_kind"]:
+        q = other["exponent_p"]
+        axes[1].plot(ns, other["m_star"], "s", mfc="none",
+                     label=f"{kind}'s teacher m*(n): p {q['value']:.2f} [{q['ci_low']:.2f}, {q['ci_high']:.2f}]")
+axes[0].set_title(f"{out['headline_kind']}'s teacher, {len(res['seeds'])} teacher draws")
 axes[1].legend(fontsize=7)
 fig.tight_layout(rect=(0, 0.03, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=substitutes_for("A2", res["params"], scale))
+save_figure(fig, png, pdf, scale=scale, provenance=out["provenance"],
+            substitutes=substitutes_for("A2", out["params"], scale))

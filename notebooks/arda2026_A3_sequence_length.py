@@ -30,19 +30,41 @@ set_theme()
 res = read_json(results[0])
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 4))
-for key, label in [("train_loss", "training loss after GD"), ("initial_loss", "initial loss")]:
-    s = res["metrics"][key]
-    x = np.array(s["x"])
-    ax.fill_between(x, np.maximum(s["ci_low"], 1e-12), s["ci_high"], alpha=0.25)
-    extra = ""
-    if key == "train_loss":
+head = res["headline_kind"]
+fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+for kind, r in res["kinds"].items():
+    mk = "o" if kind == head else "s"
+    lab = "authors' teacher" if kind == "authors" else "paper's teacher"
+    for ax, key in zip(axes, ("min_train_loss", "normalised_loss")):
+        s = r["metrics"][key]
+        x = np.array(s["x"], float)
+        if kind == head:
+            ax.fill_between(x, np.maximum(s["ci_low"], 1e-12), s["ci_high"], alpha=0.25)
+            tm = np.array(s["teacher_means"])
+            for j in range(tm.shape[1]):
+                ax.plot(x, tm[:, j], ".", color="0.5", ms=4, label="teacher draws (mean over seeds)" if j == 0 else None)
         sl = s["slope"]
-        extra = f", slope {sl['value']:.2f} [{sl['ci_low']:.2f}, {sl['ci_high']:.2f}]"
-    ax.plot(x, s["median"], "o-", label=label + extra)
-ax.set(xscale="log", yscale="log", xlabel="sequence length T", ylabel="MSE",
-       title=f"m={res['m']}, n={res['n']}, {len(res['seeds'])} seeds")
-ax.legend(fontsize=7)
-fig.tight_layout(rect=(0, 0.03, 1, 1))
+        ax.plot(x, s["mean"], mk + "-", mfc="none" if kind != head else None,
+                label=f"{lab}: mean, slope {sl['value']:.2f} [{sl['ci_low']:.2f}, {sl['ci_high']:.2f}]"
+                      + ("" if kind == head else " (not judged)"))
+    if kind == head:
+        s = r["metrics"]["initial_loss"]
+        axes[0].plot(np.array(s["x"], float), s["mean"], "--", color="0.3", label="initial loss (mean $y^2$)")
+axes[0].set(xscale="log", yscale="log", xlabel="sequence length T", ylabel="min training loss (absolute)",
+            title="judged: absolute loss (one-sided, upper bound <= +0.1)")
+axes[1].set(xscale="log", yscale="log", xlabel="sequence length T", ylabel="loss / label variance",
+            title="description: normalised loss")
+for ax, key in zip(axes, ("min_train_loss", "normalised_loss")):
+    v = np.array([np.array(r["metrics"][key]["values"], float) for r in res["kinds"].values()])
+    lo = min(v.min(), min(min(r["metrics"]["initial_loss"]["mean"]) for r in res["kinds"].values())) \
+        if key == "min_train_loss" else v.min()
+    hi = max(v.max(), max(max(r["metrics"]["initial_loss"]["mean"]) for r in res["kinds"].values())) \
+        if key == "min_train_loss" else v.max()
+    ax.set_ylim(0.5 * lo, 2.0 * hi)
+    ax.legend(fontsize=7)
+r = res["kinds"][head]
+fig.suptitle(f"m={res['m']}, n={res['n']}, {res['steps']} steps; {len(r['teachers'])} teacher draws x "
+             f"{len(r['seeds'])} seeds per T (hierarchical bootstrap)")
+fig.tight_layout(rect=(0, 0.03, 1, 0.95))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=substitutes_for("A3", res["params"], scale))

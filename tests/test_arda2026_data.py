@@ -1,4 +1,4 @@
-"""Arda et al. (2026): teacher, transport, sweeps' task lists, A2 fits, lag-L task."""
+"""Arda et al. (2026): inputs, sweeps' task lists, aggregation, A2 fits, lag-L task, IndRNN init."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ntkrepro.arda2026 import forecasting, scaling, teacher
-from ntkrepro.arda2026.model import Params, init_params, ntk_parts
+from ntkrepro.arda2026.model import init_params
 
 
 def test_inputs_norm_bounded_nested_and_deterministic():
@@ -19,50 +19,24 @@ def test_inputs_norm_bounded_nested_and_deterministic():
         teacher.sample_inputs(jax.random.PRNGKey(0), 0, 8, 5)
 
 
-def test_transport_values_equal_kernel_formula_and_norm_bound():
-    """<v(w), phi(X; w)> with |v| = nu, checked against the per-head NTK of a width-2 symmetric pair."""
-    d, T = 3, 4
-    tch = teacher.make_teacher(jax.random.PRNGKey(1), d, T, R=3, nu=2.0)
-    X = teacher.sample_inputs(jax.random.PRNGKey(2), 5, d, T)
-    p = init_params(jax.random.PRNGKey(3), 2, d)
-    vals = teacher.transport_values(p.W[:1], p.U[:1], tch, X)  # (1, n)
-    # single-head feature kernel = m * NTK of a 1-head model with c = +-1
-    one = Params(p.W[:1], p.U[:1], jnp.ones(1))
-    k = lambda A, B: sum(ntk_parts(one, A, B).values())  # noqa: E731
-    kXA, kAA = k(X, tch.anchors), k(tch.anchors, tch.anchors)
-    ref = 2.0 * (kXA @ tch.beta) / jnp.sqrt(tch.beta @ kAA @ tch.beta)
-    np.testing.assert_allclose(vals[0], ref, rtol=2e-4, atol=1e-5)
-    # at an anchor direction the value equals nu * |u| ... and |<v, phi>| <= nu |phi| (Cauchy-Schwarz)
-    assert np.all(np.abs(np.asarray(vals[0])) <= 2.0 * np.sqrt(np.diag(np.asarray(k(X, X)))) + 1e-4)
-
-
-def test_teacher_labels_deterministic_and_transport_error_shrinks():
-    tch = teacher.make_teacher(jax.random.PRNGKey(0), 4, 6, R=4, nu=3.0)
-    X = teacher.sample_inputs(jax.random.PRNGKey(1), 50, 4, 6)
-    y1 = teacher.teacher_labels(jax.random.PRNGKey(2), tch, X, n_mc=1024)
-    y2 = teacher.teacher_labels(jax.random.PRNGKey(2), tch, X, n_mc=1024)
-    np.testing.assert_array_equal(y1, y2)
-    assert float(jnp.std(y1)) > 0.01
-    errs = []
-    for m in (8, 512):
-        e = []
-        for s in range(4):
-            p = init_params(jax.random.PRNGKey(10 + s), m, 4)
-            e.append(float(jnp.max(jnp.abs(teacher.transport_prediction(p.W, p.U, tch, X) - y1))))
-        errs.append(np.median(e))
-    assert errs[1] < 0.5 * errs[0]  # Monte Carlo error ~ m^-1/2: 64x width -> ~8x smaller
-
-
-def test_tasks_and_shards_cover_every_point_and_seed_once():
-    sec = {"widths": [8, 16, 32], "seeds": [1, 2, 3, 4, 5], "seeds_per_job": 2, "jobs": 4, "n": 100, "T": 4}
+def test_tasks_and_shards_cover_every_unit_once():
+    t = {"kind": "authors", "R": 4, "nu": 3.0, "n_mc": 64}
+    sec = {"widths": [8, 16, 32], "seeds": [1, 2, 3, 4, 5], "seeds_per_job": 2, "jobs": 4, "n": 100, "T": 4,
+           "teacher": t, "compare_kinds": ["paper"]}
     all_tasks = scaling.tasks(sec, "A1")
-    assert len(all_tasks) == 9
+    assert len(all_tasks) == 6 and {x["kind"] for x in all_tasks} == {"authors", "paper"}
     K = scaling.n_shards(sec, "A1")
-    got = [(t["m"], s) for k in range(K) for t in scaling.shard_tasks(sec, "A1", k) for s in t["seeds"]]
-    assert sorted(got) == sorted((m, s) for m in sec["widths"] for s in sec["seeds"])
-    assert scaling.n_shards(dict(sec, jobs=100), "A1") == 9
+    got = [(x["kind"], s) for k in range(K) for x in scaling.shard_tasks(sec, "A1", k) for s in x["seeds"]]
+    assert sorted(got) == sorted((k, s) for k in ("authors", "paper") for s in sec["seeds"])
+    assert scaling.n_shards(dict(sec, jobs=100), "A1") == 6
     with pytest.raises(ValueError):
         scaling.shard_tasks(sec, "A1", K)
+    a3 = {"T_values": [4, 16, 64], "teacher_seeds": [1, 2, 3, 4], "teachers_per_job": 2, "seeds": [1, 2],
+          "jobs": 3, "teacher": t, "compare_kinds": []}
+    got = [(x["T"], tch) for k in range(scaling.n_shards(a3, "A3")) for x in scaling.shard_tasks(a3, "A3", k)
+           for tch in x["teachers"]]
+    assert sorted(got) == sorted((T, tch) for T in a3["T_values"] for tch in a3["teacher_seeds"])
+    assert scaling.teacher_kinds({"teacher": t, "compare_kinds": ["authors", "paper"]}) == ["authors", "paper"]
 
 
 def test_width_for_target_and_growth_fits():
@@ -119,35 +93,65 @@ def test_linearisation_gap_second_order_and_edge():
 
 
 def test_aggregations_on_synthetic_shards(tmp_path):
-    """Aggregators recover a planted m^-1/2 law and a planted log n growth, and reject missing seeds."""
+    """Aggregators recover a planted m^-1/2 law (per teacher kind) and a planted log n growth, and reject
+    missing or duplicated units."""
     from ntkrepro.io import write_json
     from ntkrepro.run import RunContext
 
     rng = np.random.default_rng(0)
+    t = {"kind": "authors", "R": 4, "nu": 3.0, "n_mc": 64}
     widths, seeds = [8, 16, 32, 64, 128], [1, 2, 3, 4]
-    rows = [{"m": m, "n": 100, "T": 4, "seeds": seeds, "label_std": 0.3,
-             **{k: list(2.0 * m**-0.5 * np.exp(0.01 * rng.normal(size=4)))
-                for k in ("train_loss", "approx_error", "lin_error", "initial_loss")}} for m in widths]
+    rows = []
+    for kind, level in (("authors", 1e-3), ("paper", 4e-3)):
+        for s in seeds:
+            teacher_level = level * np.exp(rng.normal())
+            for m in widths:
+                row = {"kind": kind, "seed": s, "m": m, "n": 100, "T": 4, "label_stats": {"mean_y2": level, "var": level},
+                       **{k: float(teacher_level * m**-0.5 * np.exp(0.01 * rng.normal()))
+                          for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss", "val_loss")}}
+                if kind == "authors":
+                    row["lin_error"] = float(m**-0.5 * np.exp(0.01 * rng.normal()))
+                rows.append(row)
     files = []
     for k in range(2):
         f = tmp_path / f"a1_{k}.json"
-        write_json(f, {"tasks": rows[k::2]})
+        write_json(f, {"rows": rows[k::2]})
         files.append(str(f))
-    out = scaling.aggregate_a1({"shard_files": files, "n_boot": 200}, RunContext(scale="smoke"))
-    for metric in scaling.METRICS_A1:
-        s = out["metrics"][metric]["slope"]
-        assert s["ci_low"] < -0.5 < s["ci_high"]
-    write_json(tmp_path / "bad.json", {"tasks": [dict(rows[0], seeds=[1, 2, 3, 5])]})
-    with pytest.raises(ValueError):
-        scaling.aggregate_a1({"shard_files": files + [str(tmp_path / "bad.json")], "n_boot": 200},
-                             RunContext(scale="smoke"))
+    prm = {"shard_files": files, "n_boot": 200, "teacher": t, "compare_kinds": ["paper"]}
+    out = scaling.aggregate_a1(prm, RunContext(scale="smoke"))
+    for kind in ("authors", "paper"):
+        for metric in scaling.METRICS_A1:
+            s = out["kinds"][kind]["metrics"][metric]["slope"]
+            assert s["ci_low"] < -0.5 < s["ci_high"] and s["ci_high"] - s["ci_low"] < 0.05
+    assert out["kinds"]["paper"]["mean_y2"] == pytest.approx(4e-3)
+    write_json(tmp_path / "dup.json", {"rows": rows[:1]})
+    with pytest.raises(ValueError, match="duplicate"):
+        scaling.aggregate_a1(dict(prm, shard_files=files + [str(tmp_path / "dup.json")]), RunContext(scale="smoke"))
+    write_json(tmp_path / "short.json", {"rows": rows[1:]})
+    with pytest.raises(ValueError, match="missing"):
+        scaling.aggregate_a1(dict(prm, shard_files=[str(tmp_path / "short.json")]), RunContext(scale="smoke"))
     # A2: error = sqrt(log n / m) (union bound) -> m* grows like log n
     ns, ws = [100, 400, 1600, 6400], [8, 16, 32, 64, 128, 256]
-    rows2 = [{"n": n, "m": m, "T": 4, "seeds": seeds, "label_std": 0.3,
-              "approx_error": list(np.sqrt(np.log(n) / m) * np.exp(0.01 * rng.normal(size=4)))}
-             for n in ns for m in ws]
-    write_json(tmp_path / "a2.json", {"tasks": rows2})
-    a2 = scaling.aggregate_a2({"shard_files": [str(tmp_path / "a2.json")], "n_boot": 200}, RunContext(scale="smoke"))
+    rows2 = [{"kind": "authors", "n": n, "m": m, "T": 4, "seed": s,
+              "approx_error": float(np.sqrt(np.log(n) / m) * np.exp(0.01 * rng.normal()))}
+             for n in ns for m in ws for s in seeds]
+    write_json(tmp_path / "a2.json", {"rows": rows2, "label_stats": {"authors:1": {"mean_y2": 1e-3}}})
+    a2 = scaling.aggregate_a2({"shard_files": [str(tmp_path / "a2.json")], "n_boot": 200, "teacher": t,
+                               "compare_kinds": []}, RunContext(scale="smoke"))["kinds"]["authors"]
     assert a2["fits"]["rss_log"] < a2["fits"]["rss_pow"]
-    assert a2["exponent_p"]["ci_high"] < 0.5
+    assert a2["exponent_p"]["ci_high"] < 0.5 and a2["label_stats"] == {"1": {"mean_y2": 1e-3}}
     np.testing.assert_allclose(np.array(a2["m_star"]) / np.log(ns), a2["m_star"][0] / np.log(100), rtol=0.05)
+
+
+def test_indrnn_init_is_pairwise_symmetric():
+    from ntkrepro.arda2026.indrnn import indrnn_forward, init_indrnn
+
+    p = init_indrnn(jax.random.PRNGKey(0), 8, 5)
+    np.testing.assert_array_equal(p.W_in[:4], p.W_in[4:])
+    np.testing.assert_array_equal(p.u[:4], p.u[4:])
+    np.testing.assert_array_equal(p.c[:4], -p.c[4:])
+    assert set(np.abs(np.asarray(p.u)).tolist()) == {1.5}
+    X = jax.random.normal(jax.random.PRNGKey(1), (6, 5, 7))
+    np.testing.assert_allclose(indrnn_forward(p, X), 0.0, atol=1e-6)
+    with pytest.raises(ValueError):
+        init_indrnn(jax.random.PRNGKey(0), 7, 5)

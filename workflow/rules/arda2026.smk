@@ -9,11 +9,12 @@ ARDA = config["arda2026"]
 validate_section("arda2026", "../schemas/arda2026.schema.yaml")
 
 
-# claim section with the shared teacher settings (A1-A3)
+# claim section with the shared teacher settings (A1-A3: teacher.kind is the verdict's teacher,
+# the claim's compare_kinds run beside it)
 # minutes per shard job: paper-size shards train n=5000 for 4000-5000 steps on CPU
 _ARDA_RUNTIME = 720 if SCALE == "paper" else 60
 _arda_section = lambda claim: {**ARDA[claim], "teacher": ARDA["teacher"]}  # noqa: E731
-_ARDA_SHARDS = {c: _arda_scaling.n_shards(ARDA[c], c) for c in ("A1", "A2", "A3")}
+_ARDA_SHARDS = {c: _arda_scaling.n_shards(_arda_section(c), c) for c in ("A1", "A2", "A3")}
 _ARDA_SHARDS["A4"] = _arda_forecasting.n_shards(ARDA["A4"])
 # the shard outputs an aggregation rule collects
 _arda_shard_files = lambda claim, what: [  # noqa: E731
@@ -23,7 +24,7 @@ _arda_shard_files = lambda claim, what: [  # noqa: E731
 
 # ---- A1: training loss, approximation and linearisation errors ~ m^-1/2 (Fig. 1) ----------
 rule A1_arda2026_width_shard:
-    """Projected GD on the teacher for the shard's (width, seed group) tasks (ntkrepro.arda2026.scaling.run_a1_shard)."""
+    """Projected GD on each of the shard's (teacher kind, seed group) units at every width (ntkrepro.arda2026.scaling.run_a1_shard)."""
     output:
         results=f"{R}/arda2026/shards/A1_width_{{shard}}.json",
     log:
@@ -45,7 +46,7 @@ rule A1_arda2026_width_shard:
 
 
 rule A1_arda2026_width_scaling:
-    """Aggregate A1 shards: medians, mean +-95% CI, log-log slopes (ntkrepro.arda2026.scaling.aggregate_a1)."""
+    """Aggregate A1 shards per teacher kind: medians, mean +-95% CI, per-seed log-log slopes (ntkrepro.arda2026.scaling.aggregate_a1)."""
     input:
         _arda_shard_files("A1", "width"),
     output:
@@ -70,11 +71,13 @@ register_figure(
     "arda2026_A1_width_scaling",
     results=[rules.A1_arda2026_width_scaling.output.results],
     caption=(
-        "A1 (Arda et al. 2026, Fig. 1): training loss after projected GD, approximation error "
-        "(max over training inputs of the width-m transported linear model vs the teacher) and "
-        "linearisation error (worst perturbation found on the projection ball's edge) vs width m, "
-        "log-log; medians (markers), mean +-95% CI over seeds (bands), fitted slope with 95% "
-        "bootstrap CI, m^-1/2 reference."
+        "A1 (Arda et al. 2026, Fig. 1), on the paper's axes: minimum training loss over the "
+        "projected-GD steps, approximation error (max over the inputs of the width-m transported "
+        "linear model vs the teacher) and linearisation error (worst perturbation found on the "
+        "projection ball's edge) vs width m, log-log, absolute values. Top row: the authors' "
+        "teacher (diagonal logits; the verdict's); bottom row: the paper's teacher (full W_k), same "
+        "seeds. Medians (markers), mean +-95% CI over seeds (bands), power law fitted to the medians "
+        "(dashed), per-seed slope with its 95% interval in the legend, m^-1/2 reference (dotted)."
     ),
 )
 register_claim("A1", "arda2026", [rules.A1_arda2026_width_scaling.output.results], ["arda2026_A1_width_scaling"])
@@ -82,7 +85,7 @@ register_claim("A1", "arda2026", [rules.A1_arda2026_width_scaling.output.results
 
 # ---- A2: width needed for a fixed error grows like log n -----------------------------------
 rule A2_arda2026_sample_size_shard:
-    """Approximation error vs width for the shard's (n, seed group) tasks (ntkrepro.arda2026.scaling.run_a2_shard)."""
+    """Approximation error vs width and nested n for the shard's (teacher kind, seed group) units (ntkrepro.arda2026.scaling.run_a2_shard)."""
     output:
         results=f"{R}/arda2026/shards/A2_sample_size_{{shard}}.json",
     log:
@@ -129,9 +132,10 @@ register_figure(
     "arda2026_A2_sample_size",
     results=[rules.A2_arda2026_sample_size.output.results],
     caption=(
-        "A2 (Arda et al. 2026): left, approximation error (max over the n training inputs) vs width "
-        "for each n with the target error; right, the width m*(n) reaching the target vs n with the "
-        "fitted a log n + b and C n^p curves (exponent with 95% bootstrap CI over seeds)."
+        "A2 (Arda et al. 2026), authors' teacher: left, approximation error (max over the first n "
+        "inputs, median over teacher draws) vs width for each n with the target error; right, the "
+        "width m*(n) reaching the target vs n with the fitted a log n + b and C n^p curves (exponent "
+        "with 95% bootstrap interval over teacher draws)."
     ),
 )
 register_claim("A2", "arda2026", [rules.A2_arda2026_sample_size.output.results], ["arda2026_A2_sample_size"])
@@ -139,7 +143,7 @@ register_claim("A2", "arda2026", [rules.A2_arda2026_sample_size.output.results],
 
 # ---- A3: optimisation error independent of T -----------------------------------------------
 rule A3_arda2026_sequence_length_shard:
-    """Projected GD at the shard's (T, seed group) tasks (ntkrepro.arda2026.scaling.run_a3_shard)."""
+    """Projected GD for every student seed on the shard's (T, teacher kind, teacher group) tasks (ntkrepro.arda2026.scaling.run_a3_shard)."""
     output:
         results=f"{R}/arda2026/shards/A3_sequence_length_{{shard}}.json",
     log:
@@ -161,7 +165,7 @@ rule A3_arda2026_sequence_length_shard:
 
 
 rule A3_arda2026_sequence_length:
-    """Aggregate A3 shards: training loss vs T and its log-log slope (ntkrepro.arda2026.scaling.aggregate_a3)."""
+    """Aggregate A3 shards: loss vs T, hierarchical-bootstrap slopes over teachers and seeds (ntkrepro.arda2026.scaling.aggregate_a3)."""
     input:
         _arda_shard_files("A3", "sequence_length"),
     output:
@@ -186,9 +190,11 @@ register_figure(
     "arda2026_A3_sequence_length",
     results=[rules.A3_arda2026_sequence_length.output.results],
     caption=(
-        "A3 (Arda et al. 2026): training loss after projected GD vs sequence length T at fixed "
-        "width and sample size (medians, mean +-95% CI over seeds), initial loss for reference, and "
-        "the fitted log-log slope with its 95% bootstrap CI."
+        "A3 (Arda et al. 2026), authors' teacher: left, absolute minimum training loss after "
+        "projected GD vs sequence length T at fixed width and sample size (mean with 95% "
+        "hierarchical-bootstrap CI over teacher draws and seeds; one marker per teacher draw), the "
+        "initial loss (mean y^2) for reference, log-log slope with its interval (the judged "
+        "quantity); right, the loss divided by the teacher's label variance (description)."
     ),
 )
 register_claim("A3", "arda2026", [rules.A3_arda2026_sequence_length.output.results], ["arda2026_A3_sequence_length"])

@@ -1,10 +1,15 @@
-"""Pre-registered criteria of Arda, Cayci, Eryilmaz (2026), claims A1-A5.
+"""Criteria of Arda, Cayci, Eryilmaz (2026), claims A1-A5 (CLAIMS.md, "How a criterion is written").
 
-Written before any run; each function applies exactly the criterion text registered with it.
-Inputs are the aggregated results files (``A1_width_scaling``, ``A2_sample_size``,
-``A3_sequence_length``, ``A4_lag_forecasting``, ``A5_attention_share``). Slopes are bootstrap
-intervals over seeds (:func:`ntkrepro.stats.bootstrap_slope`, fit to per-point medians unless
-stated).
+Each function applies exactly the criterion text registered with it; amendments made after results
+were seen are listed in its :class:`~ntkrepro.ledger.ClaimSpec`. Inputs are the aggregated
+results files (``A1_width_scaling``, ``A2_sample_size``, ``A3_sequence_length``,
+``A4_lag_forecasting``, ``A5_attention_share``). Decisions use :mod:`ntkrepro.stats`
+(equivalence with a stated margin, one-sided bounds); every undecided part carries a power line.
+
+Teachers (A1-A3): the verdict is computed on ``teacher.kind`` (``authors`` at every scale: the
+authors' construction with diagonal logits, with which Fig. 1 was produced); the paper's teacher
+(full :math:`W_k`) is reported beside it where it ran, with its own intervals, and does not enter
+the verdict.
 """
 
 from __future__ import annotations
@@ -12,132 +17,293 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, one_result, register
-from ntkrepro.stats import Interval
+from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, one_result, register, verdict_of
+from ntkrepro.stats import Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
 
 PAPER = "arda2026"
+AMENDED = "2026-12-02"
 
-#: The authors' settings (config/paper.yaml); any smaller value at another scale is a substitute.
+#: The authors' settings (A1, A4) and the issue's sizes (A2, A3) = config/paper.yaml; any other
+#: value at another scale is listed as a substitute.
 PAPER_SIZES: dict[str, dict[str, Any]] = {
     "A1": {"n": 5000, "d": 8, "T": 16, "steps": 4000, "seeds": 10, "widths": [8, 16, 32, 64, 128, 256],
            "n_mc": 8192},
-    "A2": {"n_mc": 8192},
-    "A3": {"n_mc": 8192, "steps": 4000, "seeds": 10},
+    "A2": {"n_mc": 8192, "seeds": 10},
+    "A3": {"n": 5000, "steps": 4000, "n_mc": 8192, "teacher_seeds": 8, "seeds": 5,
+           "T_values": [4, 8, 16, 32, 64, 128]},
     "A4": {"n": 5000, "m": 64, "steps": 5000, "seeds": 20, "L_values": [4, 16, 72, 96], "grad_block": 500},
-    "A5": {},
+    "A5": {"seeds": 10},
 }
 
-TEACHER_NOTE = ("teacher: transport-map construction v(w) = nu*u(w)/|u(w)|, u = sum_r beta_r grad psi(anchor_r; w), "
-                "read from the setting (authors' exact code not available offline)")
+TEACHER_LABEL = {
+    "authors": ("authors' teacher, diagonal logits: the authors' construction (their code), whose Monte-Carlo "
+                "features use x_t^T diag(W_k) x_T in the attention logits while the student uses its full W_i; "
+                "Fig. 1 was produced with it"),
+    "paper": "paper's teacher: the authors' construction with the full W_k in the logits (the paper's mathematics)",
+}
 
 
-_interval = Interval.from_dict
+def teacher_note(kind: str, teacher: Mapping[str, Any], mean_y2: float | None = None) -> str:
+    """The ledger line naming the teacher of an entry (CLAIMS.md, section A, "Teacher")."""
+    scale = "" if mean_y2 is None else f"; training labels mean y^2 = {mean_y2:.3g}"
+    return (f"teacher: {TEACHER_LABEL[kind]}. R={teacher['R']} anchors drawn from the inputs, alpha normalised to "
+            f"sum|alpha| = 1, per-branch transport maps with nu={teacher['nu']} and a Frobenius clip on the attention "
+            f"branch, {teacher['n_mc']} Monte-Carlo head draws on the stream seeded seed+M{scale}")
 
 
 def substitutes_for(claim: str, params: Mapping[str, Any], scale: str) -> list[str]:
+    """Sizes that differ from :data:`PAPER_SIZES` (lists of seeds compared by count)."""
     out = []
-    ref = PAPER_SIZES[claim]
-    for k, v in ref.items():
+    for k, v in PAPER_SIZES[claim].items():
         got = params.get("teacher", {}).get(k) if k == "n_mc" else params.get(k)
-        if k == "seeds" and got is not None:
+        if k in ("seeds", "teacher_seeds") and got is not None:
             got = len(got)
         if got is not None and got != v:
             out.append(f"{k}={got} (paper {v})")
     return out
 
 
-_single = one_result
+_interval = Interval.from_dict
+_NAME = {"authors": "authors' teacher", "paper": "paper's teacher"}
+
+
+def _power(quantity: str, iv: Interval, thresholds: list[float], size: float, size_name: str) -> list[PowerLine]:
+    pl = power_line(quantity, iv, thresholds, size=size, size_name=size_name)
+    return [] if pl is None else [pl]
+
+
+def _fmt(iv: Interval) -> str:
+    return f"{iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
+
+
+# Verdicts and headline numbers of the landed code (commit 30aa816) under the previous criteria; the
+# default numbers are from the baseline run of that commit, the smoke ones from its smoke run.
+PREVIOUS: dict[str, dict[str, str]] = {
+    "A1": {"default": "BASELINE_A1_DEFAULT", "smoke": "BASELINE_A1_SMOKE"},
+    "A2": {"default": "BASELINE_A2_DEFAULT", "smoke": "BASELINE_A2_SMOKE"},
+    "A3": {"default": "BASELINE_A3_DEFAULT", "smoke": "BASELINE_A3_SMOKE"},
+    "A4": {"default": "BASELINE_A4_DEFAULT", "smoke": "BASELINE_A4_SMOKE"},
+    "A5": {"default": "BASELINE_A5_DEFAULT", "smoke": "BASELINE_A5_SMOKE"},
+}
+
+_STEPS_AMENDMENT = Amendment(
+    AMENDED,
+    "Default scale: projected-GD steps raised from 400 to 1200 (commit 1aa377d); criterion unchanged.",
+    "Decided after the default run with 400 steps gave the verdict below (disclosed in the commit message, "
+    "not in the ledger); recorded here because it was decided after a result was seen. The authors use 4000.",
+    {"default": "{} with 400 steps (numbers not kept: no ledger entry of that run was stored)"})
 
 
 # ------------------------------------------------------------------------------------------ A1
-A1_TARGET, A1_TOL, A1_REFUTE = -0.5, 0.15, 0.25
+A1_MARGIN = (-0.65, -0.35)
+A1_METRICS = ("min_train_loss", "approx_error", "lin_error")
 
 
 @register(ClaimSpec(
     "A1", PAPER,
-    "Training loss, approximation error and linearisation error each decay like m^{-1/2} in the width m "
-    "(Fig. 1; d=8, T=16, n=5000, widths 8..256, 4000 projected-GD steps, rho=3).",
-    "For each of the three metrics: log-log slope of the per-width median over seeds vs m, with a 95% "
-    "bootstrap CI over seeds. A metric is consistent if its CI contains -0.5 or its point slope is within "
-    "0.15 of -0.5; it is refuted if its CI lies entirely above -0.25 or entirely below -0.75. Reproduced if "
-    "all three are consistent and none refuted; not reproduced if any is refuted; otherwise inconclusive.",
+    "Training loss, approximation error and linearisation error each decay like m^{-1/2} in the width m: "
+    "\"Fitted slopes are consistent with the predicted m^{-1/2} decay\" (Fig. 1 caption; d=8, T=16, n=5000, "
+    "widths 8..256, 4000 projected-GD steps, rho=3, seeds 1-10).",
+    "On the authors' teacher (diagonal logits; Fig. 1 was produced with it), each seed being one teacher draw "
+    "with its own student initialisation as in the authors' script: for each of the three metrics (minimum "
+    "training loss over the GD steps, approximation error = max over the n inputs of |width-m transported "
+    "linear model - teacher|, linearisation error at the worst perturbation found on the projection ball's "
+    "edge), each seed's OLS slope of log metric vs log m, their mean with a 95% t-interval over seeds. A metric "
+    "holds if its interval lies inside [-0.65, -0.35] (equivalence around -1/2), is refuted if its interval "
+    "lies wholly outside that margin, and is undecided otherwise. Reproduced if all three hold; not reproduced "
+    "if any is refuted; otherwise inconclusive (power line per undecided metric, size = seeds). The paper's "
+    "teacher (full W_k) is run on the same seeds and reported beside it with its own slopes; it does not enter "
+    "the verdict.",
+    version=3,
+    amendments=(
+        Amendment(_STEPS_AMENDMENT.date, _STEPS_AMENDMENT.change, _STEPS_AMENDMENT.why,
+                  {"default": _STEPS_AMENDMENT.previous["default"].format("inconclusive")}),
+        Amendment(
+            AMENDED,
+            "Criterion: each slope's 95% interval must lie inside [-0.65, -0.35] (was: interval contains -0.5 or "
+            "point slope within 0.15 of -0.5; refuted outside [-0.75, -0.25]). Data: the authors' teacher "
+            "(diagonal logits, anchors from the inputs, sum|alpha| = 1, per-branch maps, stream seed+M) replaces "
+            "the project's transport-map teacher; the teacher is redrawn with every seed as in the authors' "
+            "script; the training metric is the minimum training loss over the steps (the authors' "
+            "min_train_loss) instead of the final loss; slope interval = t-interval of per-seed slopes (units "
+            "shared across widths) instead of a bootstrap resampling seeds independently at each width; the "
+            "paper's teacher added beside it (issues 13 and 15).",
+            "CLAIMS.md rule 2 (a wide interval could pass) and issue 13 (the project's teacher was not the "
+            "authors'; its labels were ~100x larger than Fig. 1's).",
+            PREVIOUS["A1"]),
+    ),
 ))
 def evaluate_a1(results: Results, scale: str) -> Evaluation:
-    r = _single(results, "A1_width_scaling")
+    r = one_result(results, "A1_width_scaling")
+    head = r["headline_kind"]
+    n_seeds = len(r["seeds"])
     measured: dict[str, Any] = {}
-    consistent, refuted = [], []
-    for metric in ("train_loss", "approx_error", "lin_error"):
-        s = _interval(r["metrics"][metric]["slope"])
-        measured[f"slope_{metric}"] = s
-        consistent.append(s.contains(A1_TARGET) or abs(s.value - A1_TARGET) <= A1_TOL)
-        refuted.append(s.low > A1_TARGET + A1_REFUTE or s.high < A1_TARGET - A1_REFUTE)
+    parts: dict[str, Status] = {}
+    power: list[PowerLine] = []
+    described = []
+    for kind in [head] + [k for k in r["kinds"] if k != head]:
+        res = r["kinds"][kind]
+        for metric in A1_METRICS:
+            if kind != head and metric == "lin_error":
+                continue  # the linearisation error does not involve the labels (same for every teacher)
+            s = _interval(res["metrics"][metric]["slope"])
+            st = equivalence(s, *A1_MARGIN)
+            if kind == head:
+                measured[f"slope_{metric}"] = s
+                parts[metric] = st
+                if st is Status.UNDECIDED:
+                    power += _power(f"A1 {metric} slope", s, list(A1_MARGIN), n_seeds, "seeds")
+            else:
+                measured[f"slope_{metric}_{kind}_teacher"] = s
+                described.append(f"{_NAME[kind]} {metric} {_fmt(s)} -> {st.value}")
+    for kind, res in r["kinds"].items():
+        measured[f"median_min_train_loss_{kind}_teacher"] = res["metrics"]["min_train_loss"]["median"]
+        measured[f"mean_y2_{kind}_teacher"] = res["mean_y2"]
+        measured[f"slope_medians_min_train_loss_{kind}_teacher"] = _interval(
+            res["metrics"]["min_train_loss"]["slope_medians"])
     measured["widths"] = list(r["widths"])
-    measured["n_seeds"] = len(r["seeds"])
-    names = ("train_loss", "approx_error", "lin_error")
-    verdict = decide(reproduced=all(consistent) and not any(refuted), refuted=any(refuted))
-    reason = "; ".join(f"{n}: slope {measured['slope_' + n].value:.3f} [{measured['slope_' + n].low:.3f}, "
-                       f"{measured['slope_' + n].high:.3f}] -> {'refuted' if f else 'consistent' if c else 'undecided'}"
-                       for n, c, f in zip(names, consistent, refuted))
-    return Evaluation(measured, verdict, reason, substitutes=substitutes_for("A1", r["params"], scale) + [TEACHER_NOTE])
+    measured["n_seeds"] = n_seeds
+    verdict = verdict_of(combine(list(parts.values())))
+    reason = f"{_NAME[head]}: " + "; ".join(
+        f"{m}: slope {_fmt(measured['slope_' + m])} -> {parts[m].value}" for m in A1_METRICS)
+    if described:
+        reason += " | beside it (not judged): " + "; ".join(described)
+    t = r["params"]["teacher"]
+    subs = substitutes_for("A1", r["params"], scale) + [
+        teacher_note(head, t, r["kinds"][head]["mean_y2"]),
+        "approximation error: the width-m model uses m i.i.d. draws (the authors' construction) from a stream "
+        "independent of every teacher's"]
+    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts)
 
 
 # ------------------------------------------------------------------------------------------ A2
-A2_POWER_LIMIT = 0.5
+A2_MARGIN = (-0.5, 0.5)
 
 
 @register(ClaimSpec(
     "A2", PAPER,
-    "The width needed for a fixed error grows only logarithmically in the sample size n.",
-    "Error = approximation error of the width-m linearised model (max over the n training inputs, the term "
-    "through which n enters the bound). Target = median error at the smallest n and the geometric middle "
-    "width; m*(n) from the per-n power law of median error vs m. Fit m* = a log n + b and m* = C n^p. "
-    "Reproduced if the log fit's residual sum of squares is <= the power law's and the 95% bootstrap CI "
-    "(over seeds) of the log-log exponent p lies below 0.5; not reproduced if that CI lies above 0.5 "
-    "(polynomial growth at least like sqrt n); inconclusive otherwise or if fewer than half the bootstrap "
-    "resamples give a finite m* at every n.",
+    "\"The width required for nonasymptotic guarantees scales only logarithmically with the sample size n\" "
+    "(abstract).",
+    "On the authors' teacher (diagonal logits), each seed one teacher draw on max(n) inputs, the smaller n "
+    "being nested subsets: error = approximation error of the width-m transported linear model (max over the "
+    "n inputs, the term through which n enters the bound). Target = median error at the smallest n and the "
+    "geometric middle width; m*(n) from the per-n power law of median error vs m; p = log-log slope of m* vs "
+    "n, 95% bootstrap interval over teacher draws (resampled jointly for every n and width). Holds if p's "
+    "interval lies inside [-0.5, 0.5] (no polynomial growth like sqrt(n) or faster, and no spurious shrinking); "
+    "refuted if it lies wholly above 0.5 (or wholly below -0.5); undecided otherwise or if fewer than half the "
+    "bootstrap resamples give a finite m* at every n. The fits m* = a log n + b and m* = C n^p (residual sums "
+    "of squares, share of resamples in which the log fit is better) are reported as description.",
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Criterion: p's interval must lie inside [-0.5, 0.5] (was: below 0.5, plus the log fit's residual sum "
+            "of squares <= the power law's, a point comparison now reported as description). Data: the authors' "
+            "teacher redrawn with every seed (was one project teacher for all seeds), so the interval resamples "
+            "teacher draws.",
+            "CLAIMS.md rules 2 and 4: an interval like [-2, 0.4] passed 'below 0.5'; an RSS comparison of two "
+            "6-point fits has no interval; the teacher draw was not resampled (issue 13: not the authors' teacher).",
+            PREVIOUS["A2"]),
+    ),
 ))
 def evaluate_a2(results: Results, scale: str) -> Evaluation:
-    r = _single(results, "A2_sample_size")
-    p = _interval(r["exponent_p"])
-    fits = r["fits"]
-    valid = r["n_boot_valid"] >= 0.5 * r["params"]["n_boot"]
-    log_better = fits["rss_log"] <= fits["rss_pow"]
-    measured = {"exponent_p": p, "log_coef_a": _interval(r["log_coef_a"]), "rss_log": fits["rss_log"],
-                "rss_pow": fits["rss_pow"], "m_star": r["m_star"], "n_values": r["n_values"],
-                "target_error": r["target_error"], "frac_boot_log_better": r["frac_boot_log_better"]}
-    verdict = decide(reproduced=valid and log_better and p.high < A2_POWER_LIMIT,
-                     refuted=valid and p.low > A2_POWER_LIMIT)
-    reason = (f"m*(n) = {[round(v, 1) for v in r['m_star']]} at n = {r['n_values']}; exponent p = {p.value:.3f} "
-              f"[{p.low:.3f}, {p.high:.3f}]; RSS log {fits['rss_log']:.3g} vs power {fits['rss_pow']:.3g}"
-              + ("" if valid else "; too few valid bootstrap resamples"))
-    subs = substitutes_for("A2", r["params"], scale) + [TEACHER_NOTE,
-                                                     "metric: approximation error (no training) for the n sweep"]
-    return Evaluation(measured, verdict, reason, substitutes=subs)
+    r = one_result(results, "A2_sample_size")
+    head = r["headline_kind"]
+    res = r["kinds"][head]
+    p = _interval(res["exponent_p"])
+    valid = res["n_boot_valid"] >= 0.5 * r["params"]["n_boot"]
+    st = equivalence(p, *A2_MARGIN) if valid else Status.UNDECIDED
+    fits = res["fits"]
+    measured: dict[str, Any] = {
+        "exponent_p": p, "log_coef_a": _interval(res["log_coef_a"]), "m_star": res["m_star"],
+        "n_values": res["n_values"], "target_error": res["target_error"], "rss_log": fits["rss_log"],
+        "rss_pow": fits["rss_pow"], "frac_boot_log_better": res["frac_boot_log_better"],
+        "n_boot_valid": res["n_boot_valid"], "n_teacher_draws": res["n_units"]}
+    power: list[PowerLine] = []
+    if st is Status.UNDECIDED:
+        power += _power("A2 exponent p", p, list(A2_MARGIN), res["n_units"], "teacher draws")
+        if not power:
+            power.append(PowerLine("A2 exponent p (m* undefined in more than half the resamples)", p.half_width,
+                                   0.0, "teacher draws", float(res["n_units"]), float("inf")))
+    reason = (f"{_NAME[head]}: m*(n) = {[round(v, 1) for v in res['m_star']]} at n = {res['n_values']}; exponent "
+              f"p = {_fmt(p)} -> {st.value}; RSS log {fits['rss_log']:.3g} vs power {fits['rss_pow']:.3g} "
+              f"(description)" + ("" if valid else "; too few valid bootstrap resamples"))
+    for kind, other in r["kinds"].items():
+        if kind != head:
+            q = _interval(other["exponent_p"])
+            measured[f"exponent_p_{kind}_teacher"] = q
+            reason += f" | {_NAME[kind]} (not judged): p = {_fmt(q)}"
+    t = r["params"]["teacher"]
+    mean_y2 = sum(v["mean_y2"] for v in res["label_stats"].values()) / max(1, len(res["label_stats"]))
+    subs = substitutes_for("A2", r["params"], scale) + [
+        teacher_note(head, t, mean_y2), "metric: approximation error (no training) for the n sweep"]
+    return Evaluation(measured, verdict_of(st), reason, substitutes=subs, power=power, parts={"exponent_p": st})
 
 
 # ------------------------------------------------------------------------------------------ A3
-A3_BAND, A3_NEGLIGIBLE = 0.2, 0.1
+A3_BOUND = 0.1
 
 
 @register(ClaimSpec(
     "A3", PAPER,
-    "The optimisation error (training loss after projected GD) does not depend on the sequence length T.",
-    "Log-log slope of the median training loss (over seeds) vs T at fixed m and n, 95% bootstrap CI over "
-    "seeds. Reproduced if the CI contains 0 and lies within [-0.2, 0.2], or lies within [-0.1, 0.1] "
-    "(negligible dependence); not reproduced if the CI excludes 0 and does not lie within [-0.1, 0.1]; "
-    "inconclusive otherwise (CI contains 0 but is wider than [-0.2, 0.2]).",
+    "\"The optimization error is independent of the sequence length T. This contrasts sharply with recurrent "
+    "architectures, where the optimization error can grow exponentially with T\" (abstract).",
+    "On the authors' teacher (diagonal logits), whose transport-map norm bound nu is the same for every T: at "
+    "each T, several teacher draws x several student seeds, projected GD as in A1 at fixed m and n; the "
+    "measured quantity is the ABSOLUTE minimum training loss (the bound controls it through nu, rho, m). Slope "
+    "b of log(mean loss over teachers and seeds) vs log T with a 95% hierarchical-bootstrap interval (teacher "
+    "draws, then seeds within each teacher, at every T). One-sided (the claim is that the loss does not grow "
+    "with T; falling is consistent): reproduced if the upper bound <= +0.1; not reproduced if the lower bound "
+    "> +0.1; inconclusive otherwise (power line, size = teacher draws per T). Loss divided by the variance of "
+    "the teacher's labels (which itself changes with T at fixed nu), the label variance and the loss relative "
+    "to the initial loss are reported as description, not judged; so is the paper's teacher where it ran.",
+    version=3,
+    amendments=(
+        Amendment(_STEPS_AMENDMENT.date, _STEPS_AMENDMENT.change, _STEPS_AMENDMENT.why,
+                  {"default": _STEPS_AMENDMENT.previous["default"].format("not_reproduced")}),
+        Amendment(
+            AMENDED,
+            "Criterion: one-sided on the absolute loss (upper bound of the slope <= +0.1 -> reproduced; lower "
+            "bound > +0.1 -> not reproduced) with a hierarchical bootstrap over >= 4 teacher draws per T and "
+            "student seeds within them (was: two-sided, 'CI contains 0 and lies within [-0.2, 0.2] or within "
+            "[-0.1, 0.1]', one teacher per T, bootstrap over seeds only). Data: the authors' teacher; minimum "
+            "training loss over the steps; default n 500 -> 250 and T values [4, 8, 16, 32, 64] -> [4, 16, 64] "
+            "to fit 4 teachers x 4 seeds in the CPU budget.",
+            "Issue 15 / CLAIMS.md rules 1, 3, 4: the paper's bound is free of T (a falling loss agrees with it); T "
+            "was confounded with the single teacher draw per T and the interval ignored the teacher variance.",
+            PREVIOUS["A3"]),
+    ),
 ))
 def evaluate_a3(results: Results, scale: str) -> Evaluation:
-    r = _single(results, "A3_sequence_length")
-    s = _interval(r["metrics"]["train_loss"]["slope"])
-    within = lambda b: -b <= s.low and s.high <= b  # noqa: E731
-    reproduced = (s.contains(0.0) and within(A3_BAND)) or within(A3_NEGLIGIBLE)
-    refuted = not s.contains(0.0) and not within(A3_NEGLIGIBLE)
-    measured = {"slope_train_loss_vs_T": s, "T_values": r["T_values"], "m": r["m"], "n": r["n"],
-                "median_train_loss": r["metrics"]["train_loss"]["median"]}
-    reason = f"slope {s.value:.3f} [{s.low:.3f}, {s.high:.3f}] over T = {r['T_values']}"
-    subs = substitutes_for("A3", r["params"], scale) + [TEACHER_NOTE, "the teacher is redrawn for each T"]
-    return Evaluation(measured, decide(reproduced=reproduced, refuted=refuted), reason, substitutes=subs)
+    r = one_result(results, "A3_sequence_length")
+    head = r["headline_kind"]
+    res = r["kinds"][head]
+    met = res["metrics"]
+    s = _interval(met["min_train_loss"]["slope"])
+    st = at_most(s, A3_BOUND)
+    n_teachers = len(res["teachers"])
+    ratio = [a / b for a, b in zip(met["min_train_loss"]["mean"], met["initial_loss"]["mean"])]
+    measured: dict[str, Any] = {
+        "slope_abs_loss_vs_T": s, "slope_normalised_loss_vs_T": _interval(met["normalised_loss"]["slope"]),
+        "slope_label_var_vs_T": _interval(res["slope_label_var"]),
+        "slope_initial_loss_vs_T": _interval(met["initial_loss"]["slope"]),
+        "T_values": res["T_values"], "mean_loss": met["min_train_loss"]["mean"],
+        "mean_normalised_loss": met["normalised_loss"]["mean"], "loss_over_initial": ratio,
+        "n_teachers_per_T": n_teachers, "n_seeds_per_teacher": len(res["seeds"]), "m": r["m"], "n": r["n"]}
+    power = _power("A3 slope of log loss vs log T", s, [A3_BOUND], n_teachers, "teacher draws per T") \
+        if st is Status.UNDECIDED else []
+    reason = (f"{_NAME[head]}: absolute loss slope {_fmt(s)} over T = {res['T_values']} -> {st.value}; "
+              f"described: loss/label variance slope {_fmt(measured['slope_normalised_loss_vs_T'])}, label "
+              f"variance slope {_fmt(measured['slope_label_var_vs_T'])}, loss/initial loss "
+              f"{[round(v, 3) for v in ratio]}")
+    for kind, other in r["kinds"].items():
+        if kind != head:
+            q = _interval(other["metrics"]["min_train_loss"]["slope"])
+            measured[f"slope_abs_loss_vs_T_{kind}_teacher"] = q
+            reason += f" | {_NAME[kind]} (not judged): slope {_fmt(q)} -> {at_most(q, A3_BOUND).value}"
+    t = r["params"]["teacher"]
+    subs = substitutes_for("A3", r["params"], scale) + [teacher_note(head, t)]
+    return Evaluation(measured, verdict_of(st), reason, substitutes=subs, power=power, parts={"loss_vs_T": st})
 
 
 # ------------------------------------------------------------------------------------------ A4
@@ -146,17 +312,41 @@ A4_MARGIN = 0.15
 
 @register(ClaimSpec(
     "A4", PAPER,
-    "On lag-L forecasting the transformer's minimum validation MSE stays flat as L grows while IndRNN's "
-    "grows, and IndRNN's recurrent gradient norms blow up (Fig. 2).",
-    "Delta = (slope of median min-validation-MSE vs L) x (L_max - L_min), 95% bootstrap CI over seeds, in "
-    "standardised-MSE units. Reproduced if the transformer's Delta CI lies within [-0.15, 0.15], IndRNN's "
-    "Delta CI lies above 0.15, and the log-log slope of IndRNN's block-max gradient norm of u vs L has a CI "
-    "above 0. Not reproduced if the transformer's Delta CI lies above 0.15, or IndRNN's Delta CI lies below "
-    "0, or IndRNN's gradient slope CI lies below 0. Inconclusive otherwise.",
+    "On lag-L forecasting the transformer's minimum validation MSE stays flat as L grows while IndRNN's grows, "
+    "and IndRNN's recurrent gradient norms blow up: \"Performance comparison of IndRNN and Transformer "
+    "architectures with varying time lag L\" (Fig. 2), \"favorable comparisons to IndRNNs on long-range "
+    "dependency tasks\" (summary).",
+    "Delta = (slope of median min-validation-MSE vs L) x (L_max - L_min), 95% bootstrap interval over seeds "
+    "(each (L, seed) its own series and initialisation; seeds resampled at every L), in standardised-MSE "
+    "units; both models with the pairwise-symmetric initialisation (f(theta_0) = 0). Three parts: (1) "
+    "transformer flat: equivalence, Delta's interval inside [-0.15, 0.15] holds, wholly outside refutes; (2) "
+    "IndRNN error grows: one-sided, Delta's interval above 0.15 holds, wholly below 0 refutes; (3) IndRNN "
+    "gradients blow up: one-sided, the log-log slope of the block-max gradient norm of u vs L has its interval "
+    "above 0 (holds) or wholly below 0 (refutes). Reproduced if all hold; not reproduced if any is refuted; "
+    "otherwise inconclusive (power line per undecided part, size = seeds per L).",
+    version=3,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Default scale: projected-GD steps 400 -> 1200 and seeds 4 -> 8 (commit 1aa377d); criterion unchanged.",
+            "Decided after the default run with 400 steps and 4 seeds gave the verdict below (disclosed in the "
+            "commit message, not in the ledger); recorded because it was decided after a result was seen.",
+            {"default": "inconclusive with 400 steps and 4 seeds (numbers not kept: no ledger entry was stored)"}),
+        Amendment(
+            AMENDED,
+            "IndRNN initialisation made pairwise-symmetric (second half copies W_in and u, negates c; f(theta_0) "
+            "= 0) as in the authors' IndRNN (was i.i.d.); transformer flatness refuted also when Delta lies wholly "
+            "below -0.15 (equivalence); power lines; default sizes cut to fit the CPU budget (n 400 -> 200, "
+            "L values [4, 16, 72, 96] -> [4, 16, 96]).",
+            "Issue 15 (the authors' IndRNN is symmetric; the substitutes note said otherwise) and CLAIMS.md rules "
+            "1-2, 5.",
+            PREVIOUS["A4"]),
+    ),
 ))
 def evaluate_a4(results: Results, scale: str) -> Evaluation:
-    r = _single(results, "A4_lag_forecasting")
+    r = one_result(results, "A4_lag_forecasting")
     span = max(r["L_values"]) - min(r["L_values"])
+    n_seeds = len(r["seeds"])
 
     def delta(metric: str) -> Interval:
         s = _interval(r["metrics"][metric]["slope_linear"])
@@ -165,19 +355,28 @@ def evaluate_a4(results: Results, scale: str) -> Evaluation:
     d_tf, d_rnn = delta("tf_min_val"), delta("rnn_min_val")
     g_rnn = _interval(r["metrics"]["rnn_grad_blockmax"]["slope"])
     g_tf = _interval(r["metrics"]["tf_grad_blockmax"]["slope"])
-    tf_flat = -A4_MARGIN <= d_tf.low and d_tf.high <= A4_MARGIN
-    reproduced = tf_flat and d_rnn.low > A4_MARGIN and g_rnn.low > 0
-    refuted = d_tf.low > A4_MARGIN or d_rnn.high < 0 or g_rnn.high < 0
+    parts = {"transformer_flat": equivalence(d_tf, -A4_MARGIN, A4_MARGIN),
+             "indrnn_error_grows": at_least(d_rnn, A4_MARGIN, refute_below=0.0),
+             "indrnn_grad_grows": at_least(g_rnn, 0.0)}
+    thresholds = {"transformer_flat": (d_tf, [-A4_MARGIN, A4_MARGIN]), "indrnn_error_grows": (d_rnn, [0.0, A4_MARGIN]),
+                  "indrnn_grad_grows": (g_rnn, [0.0])}
+    power: list[PowerLine] = []
+    for name, st in parts.items():
+        if st is Status.UNDECIDED:
+            iv, th = thresholds[name]
+            power += _power(f"A4 {name}", iv, th, n_seeds, "seeds")
     measured = {"delta_min_val_transformer": d_tf, "delta_min_val_indrnn": d_rnn,
                 "grad_slope_indrnn_u": g_rnn, "grad_slope_transformer_W": g_tf, "L_values": r["L_values"],
                 "median_min_val_transformer": r["metrics"]["tf_min_val"]["median"],
-                "median_min_val_indrnn": r["metrics"]["rnn_min_val"]["median"]}
-    reason = (f"transformer Delta {d_tf.value:.3f} [{d_tf.low:.3f}, {d_tf.high:.3f}], IndRNN Delta {d_rnn.value:.3f} "
-              f"[{d_rnn.low:.3f}, {d_rnn.high:.3f}], IndRNN grad-norm slope {g_rnn.value:.3f} "
-              f"[{g_rnn.low:.3f}, {g_rnn.high:.3f}]")
+                "median_min_val_indrnn": r["metrics"]["rnn_min_val"]["median"], "n_seeds": n_seeds}
+    reason = (f"transformer Delta {_fmt(d_tf)} -> {parts['transformer_flat'].value}; IndRNN Delta {_fmt(d_rnn)} -> "
+              f"{parts['indrnn_error_grows'].value}; IndRNN grad-norm slope {_fmt(g_rnn)} -> "
+              f"{parts['indrnn_grad_grows'].value}")
     subs = substitutes_for("A4", r["params"], scale) + [
-        "IndRNN init (W_in ~ N(0,1), c Rademacher) and the noise std 0.1 read from the setting"]
-    return Evaluation(measured, decide(reproduced=reproduced, refuted=refuted), reason, substitutes=subs)
+        "no teacher (lag-L autoregressive task); IndRNN pairwise-symmetric like the authors' (W_in ~ N(0,1), "
+        "u = +-1.5, c Rademacher on the first half); noise std 0.1 and window length L+1 read from the setting"]
+    return Evaluation(measured, verdict_of(combine(list(parts.values()))), reason, substitutes=subs, power=power,
+                      parts=parts)
 
 
 # ------------------------------------------------------------------------------------------ A5
@@ -186,24 +385,48 @@ A5_FLOOR, A5_SLOPE = 0.01, 0.1
 
 @register(ClaimSpec(
     "A5", PAPER,
-    "The transformer NTK has a nonzero attention (W) component beside the value (U) component (Lemma 1).",
-    "Attention share tr K_W / tr K of the empirical NTK at initialisation, per width, 95% bootstrap CI over "
-    "seeds. Reproduced if the CI lies above 0.01 at every width and the log-log slope of the mean share vs "
-    "width (bootstrap CI over seeds) lies within [-0.1, 0.1]; not reproduced if at the largest width the CI "
-    "lies below 0.01 or the slope CI lies below -0.1 (vanishing with width); inconclusive otherwise.",
+    "The transformer NTK has a nonzero attention (W) component beside the value (U) component: the paper "
+    "\"derives a Transformer NTK decomposition including a nonzero attention component\" (summary; Lemma 1).",
+    "Attention share tr K_W / tr K of the empirical NTK at initialisation, per width; each seed draws its own "
+    "initialisation and its own inputs (independent across widths). Part (1) nonzero: one-sided, the 95% "
+    "bootstrap interval over seeds lies above 0.01 at every width (holds); refuted if at the largest width it "
+    "lies wholly below 0.01. Part (2) stable: equivalence, the log-log slope of the mean share vs width "
+    "(bootstrap over seeds) has its interval inside [-0.1, 0.1] (holds), wholly outside refutes. Reproduced if "
+    "both hold; not reproduced if either is refuted; otherwise inconclusive (power line, size = seeds).",
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Inputs redrawn with every seed and width (were one fixed input set for all seeds), so the interval "
+            "resamples the data draw too; the stability part is refuted when the slope lies wholly outside "
+            "[-0.1, 0.1] (was only below -0.1); power lines.",
+            "CLAIMS.md rules 2, 4, 5.",
+            PREVIOUS["A5"]),
+    ),
 ))
 def evaluate_a5(results: Results, scale: str) -> Evaluation:
-    r = _single(results, "A5_attention_share")
+    r = one_result(results, "A5_attention_share")
     cis = [_interval(c) for c in r["metrics"]["attention_share"]["ci"]]
     slope = _interval(r["attention_slope"])
-    nonzero = all(c.low > A5_FLOOR for c in cis)
-    stable = -A5_SLOPE <= slope.low and slope.high <= A5_SLOPE
-    refuted = cis[-1].high < A5_FLOOR or slope.high < -A5_SLOPE
+    n_seeds = len(r["seeds"])
+    per_width = [at_least(c, A5_FLOOR, refute_below=-1.0) for c in cis]  # refutation only at the largest width
+    nonzero = combine(per_width)
+    if cis[-1].high < A5_FLOOR:
+        nonzero = Status.REFUTED
+    parts = {"nonzero": nonzero, "stable": equivalence(slope, -A5_SLOPE, A5_SLOPE)}
+    power: list[PowerLine] = []
+    if parts["nonzero"] is Status.UNDECIDED:
+        worst = min(cis, key=lambda c: c.low)
+        power += _power("A5 attention share (smallest lower bound)", worst, [A5_FLOOR], n_seeds, "seeds")
+    if parts["stable"] is Status.UNDECIDED:
+        power += _power("A5 slope of share vs width", slope, [-A5_SLOPE, A5_SLOPE], n_seeds, "seeds")
     measured = {"attention_share_largest_width": cis[-1], "attention_share_smallest_width": cis[0],
                 "slope_share_vs_width": slope, "widths": r["widths"],
                 "value_share_mean": r["metrics"]["value_share"]["mean"],
-                "attention_share_mean": r["metrics"]["attention_share"]["mean"]}
+                "attention_share_mean": r["metrics"]["attention_share"]["mean"], "n_seeds": n_seeds}
     reason = (f"attention share {cis[0].value:.3f} (m={r['widths'][0]}) .. {cis[-1].value:.3f} "
-              f"(m={r['widths'][-1]}); slope {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}]")
-    return Evaluation(measured, decide(reproduced=nonzero and stable, refuted=refuted), reason,
-                      substitutes=substitutes_for("A5", r["params"], scale))
+              f"(m={r['widths'][-1]}) -> {parts['nonzero'].value}; slope {_fmt(slope)} -> {parts['stable'].value}")
+    subs = substitutes_for("A5", r["params"], scale) + [
+        "no teacher (NTK at initialisation on Gaussian inputs, tokens rescaled to norm <= 1)"]
+    return Evaluation(measured, verdict_of(combine(list(parts.values()))), reason, substitutes=subs, power=power,
+                      parts=parts)

@@ -5,9 +5,11 @@ r"""IndRNN baseline of the lag-L experiment (A4).
     h_t = \tanh(W_{in} x_t + u\odot h_{t-1}),\quad h_0 = 0,\qquad
     f(x_{1:T}) = \frac{1}{\sqrt m}\sum_{i=1}^m c_i\, h_{T,i}
 
-with :math:`W_{in}\in\mathbb R^{m\times d_{in}}` standard normal, recurrent weights initialised
-:math:`u_i \in \{\pm 1.5\}` (random signs), :math:`c_i` Rademacher. All of :math:`W_{in}, u, c`
-are trained. Inputs are ``(n, d_in, T)`` like the transformer's.
+**Initialisation** (pairwise symmetric, as the authors' ``IndiRNN(symmetric_init=True)`` and the
+transformer of :mod:`.model`): for :math:`i\le m/2`, :math:`W_{in,i}\sim\mathcal N(0, I)`,
+:math:`u_i\in\{\pm 1.5\}` (random signs), :math:`c_i` Rademacher; unit :math:`m/2+i` copies
+:math:`W_{in,i}, u_i` and takes :math:`-c_i`, so :math:`f(\cdot;\theta_0) = 0` exactly (``m`` even).
+All of :math:`W_{in}, u, c` are trained. Inputs are ``(n, d_in, T)`` like the transformer's.
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ class IndRNNParams(NamedTuple):
 
 
 def init_indrnn(key: jax.Array, m: int, d_in: int, u_scale: float = 1.5) -> IndRNNParams:
-    """Standard-normal input weights, recurrent weights ``+-u_scale``, Rademacher readout."""
-    if m < 1 or d_in < 1:
-        raise ValueError("m and d_in must be positive")
+    """Pairwise-symmetric init: standard-normal ``W_in``, ``u = +-u_scale``, Rademacher ``c`` on the first
+    half; the second half copies ``W_in`` and ``u`` and negates ``c`` (``f(.; theta_0) = 0``)."""
+    if m < 2 or m % 2 or d_in < 1:
+        raise ValueError(f"m must be a positive even number and d_in positive, got m={m}, d_in={d_in}")
     kw, ku, kc = jax.random.split(key, 3)
-    return IndRNNParams(jax.random.normal(kw, (m, d_in)), u_scale * jax.random.rademacher(ku, (m,), jnp.float32),
-                        jax.random.rademacher(kc, (m,), jnp.float32))
+    half = m // 2
+    W = jax.random.normal(kw, (half, d_in))
+    u = u_scale * jax.random.rademacher(ku, (half,), jnp.float32)
+    c = jax.random.rademacher(kc, (half,), jnp.float32)
+    return IndRNNParams(jnp.concatenate([W, W]), jnp.concatenate([u, u]), jnp.concatenate([c, -c]))
 
 
 def indrnn_forward(params: IndRNNParams, X: jax.Array) -> jax.Array:

@@ -1,7 +1,8 @@
 r"""A5: the attention (W) part of the transformer's empirical NTK at initialisation, vs width.
 
-For inputs :math:`X_1..X_N` (the teacher-student input distribution) and a width-m
-pairwise-symmetric initialisation, :func:`ntkrepro.arda2026.model.ntk_parts` gives
+For inputs :math:`X_1..X_N` (Gaussian tokens rescaled to norm :math:`\le 1`, drawn afresh for every
+(seed, width), so the seed interval covers the data draw as well as the initialisation) and a
+width-m pairwise-symmetric initialisation, :func:`ntkrepro.arda2026.model.ntk_parts` gives
 :math:`K = K_c + K_U + K_W`. The **attention share** is
 
 .. math::  s_W = \operatorname{tr} K_W / \operatorname{tr} K
@@ -39,13 +40,14 @@ def run_a5(params: dict, ctx) -> dict:
     _parts = jax.jit(ntk_parts)
     from ntkrepro.arda2026.teacher import sample_inputs
 
-    X = sample_inputs(jax.random.PRNGKey(int(params["data_seed"])), int(params["n_inputs"]), int(params["d"]),
-                      int(params["T"]))
     names = ("attention_share", "value_share", "output_share", "attention_frob_share")
     vals = {k: np.zeros((len(params["widths"]), len(params["seeds"]))) for k in names}
     for i, m in enumerate(ctx.progress(params["widths"], desc="A5 widths")):
         for j, seed in enumerate(params["seeds"]):
-            p = init_params(jax.random.fold_in(jax.random.PRNGKey(int(seed)), int(m)), int(m), int(params["d"]))
+            key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), int(m))
+            X = sample_inputs(jax.random.fold_in(jax.random.fold_in(key, int(params["data_seed"])), 7919),
+                              int(params["n_inputs"]), int(params["d"]), int(params["T"]))
+            p = init_params(key, int(m), int(params["d"]))
             sh = shares({k: np.asarray(v) for k, v in _parts(p, X).items()})
             for k in names:
                 vals[k][i, j] = sh[k]

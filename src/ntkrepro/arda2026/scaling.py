@@ -1,28 +1,36 @@
-r"""A1-A3: width scaling (three metrics), width needed vs n, and T-independence.
+r"""A1-A3: width scaling (three metrics), width needed vs n, and the dependence on T.
 
-A **task** is one sweep point (a width ``m``, a sample size ``n`` or a sequence length ``T``) and
-a group of seeds. Shard ``k`` of ``K`` runs tasks ``k, k+K, ...`` of :func:`tasks` (one Snakemake
-job per shard; with ``K`` = number of tasks, one job per (sweep point, seed group)). The seed
-controls the student initialisation and the worst-case search; the data and the teacher are fixed
-by ``teacher.seed`` (nested in ``n``).
+**Teachers.** Every sweep runs on the teacher of :mod:`.teacher` named by ``teacher.kind``
+(``authors``: the authors' construction with diagonal logits, which produced Fig. 1; ``paper``:
+full :math:`W_k`), and optionally on the kinds in the claim's ``compare_kinds`` beside it (the
+same teacher draws with the other logits). A teacher draw is an integer seed; as in the authors'
+scripts, **A1 and A2 redraw the teacher with every seed** (seed :math:`s` = teacher :math:`s` =
+student initialisation :math:`s`), so the seed is the unit (teacher and init) and is resampled as
+a whole. **A3** has ``teacher_seeds`` x ``seeds``: every (T, teacher) is its own teacher draw and
+the student seeds are nested in it (hierarchical bootstrap).
 
-Metrics for a task (per seed):
+A **task** is one group of units of one claim; shard ``k`` of ``K`` runs its cost-balanced
+share of :func:`tasks` (one Snakemake job per shard).
 
-* ``train_loss`` -- :math:`\frac1{n_{tr}}\sum_j (f(X_j;\theta(S)) - y_j)^2` after ``steps`` steps of
-  projected GD with step size :math:`\eta = \text{step\_size\_coef}/\sqrt{S}` (authors:
-  :math:`1.75/\sqrt{4000}`) and radius :math:`\rho`.
-* ``approx_error`` -- :math:`\max_j |\hat f_m(X_j) - f^\star(X_j)|` over the training inputs
-  (width-m linearised model at the transported parameters, :mod:`.teacher`).
+Metrics (per unit):
+
+* ``min_train_loss`` -- :math:`\min_{k\le S}\frac1{n_{tr}}\sum_j (f(X_j;\theta(k)) - y_j)^2` over
+  ``steps`` = :math:`S` steps of projected GD with step size :math:`\eta =
+  \text{step\_size\_coef}/\sqrt S` (authors: :math:`1.75/\sqrt{4000}`) and radius :math:`\rho`
+  (the authors' ``min_train_loss``, Fig. 1); ``final_train_loss`` is :math:`\mathcal L(\theta(S))`.
+* ``approx_error`` -- :math:`\max_j |\hat f_m(X_j) - y(X_j)|` over all ``n`` inputs (the
+  authors' ``max_absolute_dist``), :math:`\hat f_m` the width-m transported linear model
+  (:func:`.teacher.width_m_prediction`).
 * ``lin_error`` -- :math:`\frac1{n_{tr}}\sum_j |f(X_j;\theta(0)+\delta) - f(X_j;\theta(0)) -
   \langle\nabla f(X_j;\theta(0)),\delta\rangle|` at the worst perturbation :math:`\delta` found on
   the ball's edge (every block of every head at radius :math:`\rho/\sqrt m`) by
   ``lin_search_steps`` steps of normalised gradient ascent of the mean squared gap from a random
-  edge point (the largest mean gap seen is reported).
+  edge point (the largest mean gap seen is reported). It does not involve the labels, so it is
+  computed once per unit (on the first teacher kind's training inputs, which all kinds share).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,7 +39,8 @@ import numpy as np
 
 from ntkrepro import stats
 
-METRICS_A1 = ("train_loss", "approx_error", "lin_error")
+METRICS_A1 = ("min_train_loss", "approx_error", "lin_error")
+POINT = {"A1": "m", "A2": "n", "A3": "T"}
 
 
 # ------------------------------------------------------------------------------------------
@@ -45,17 +54,23 @@ def seed_groups(seeds: Sequence[int], per_group: int) -> list[list[int]]:
     return [seeds[i:i + per_group] for i in range(0, len(seeds), per_group)]
 
 
+def teacher_kinds(section: Mapping[str, Any]) -> list[str]:
+    """The headline teacher kind (``teacher.kind``, the verdict's) followed by ``compare_kinds``."""
+    head = section["teacher"]["kind"]
+    return [head] + [k for k in section.get("compare_kinds", []) if k != head]
+
+
 def tasks(section: Mapping[str, Any], claim: str) -> list[dict[str, Any]]:
-    """All (sweep point, seed group) tasks of claim ``A1`` (widths), ``A2`` (n) or ``A3`` (T)."""
-    key = {"A1": "widths", "A2": "n_values", "A3": "T_values"}[claim]
-    points = list(section[key])
-    groups = seed_groups(section["seeds"], section["seeds_per_job"])
-    out = []
-    for p, g in itertools.product(points, groups):
-        t = {"m": section.get("m"), "n": section.get("n"), "T": section.get("T"), "seeds": g}
-        t[{"A1": "m", "A2": "n", "A3": "T"}[claim]] = p
-        out.append(t)
-    return out
+    """All tasks of claim ``A1`` (kind x seed group, every width), ``A2`` (kind x seed group, every
+    n and width) or ``A3`` (T x kind x teacher group, every student seed)."""
+    kinds = teacher_kinds(section)
+    if claim in ("A1", "A2"):
+        groups = seed_groups(section["seeds"], section["seeds_per_job"])
+        return [{"kind": k, "seeds": g} for k in kinds for g in groups]
+    if claim == "A3":
+        groups = seed_groups(section["teacher_seeds"], section["teachers_per_job"])
+        return [{"T": int(T), "kind": k, "teachers": g} for T in section["T_values"] for k in kinds for g in groups]
+    raise ValueError(f"unknown claim {claim!r}")
 
 
 def n_shards(section: Mapping[str, Any], claim: str) -> int:
@@ -80,10 +95,14 @@ def balance(items: Sequence[Any], costs: Sequence[float], K: int) -> list[list[A
     return [[items[i] for i in sorted(g)] for g in groups]
 
 
-def _task_cost(task: Mapping[str, Any], claim: str) -> float:
-    """Relative cost of a task (work ~ n m T per step; a constant for start-up and compiles)."""
-    point = {"A1": "m", "A2": "n", "A3": "T"}[claim]
-    return float(task[point]) * len(task["seeds"]) + 8.0
+def _task_cost(section: Mapping[str, Any], task: Mapping[str, Any], claim: str) -> float:
+    """Relative cost of a task (training work ~ n m T per step; a constant for start-up and compiles)."""
+    if claim == "A1":
+        lin = 1.3 if task["kind"] == section["teacher"]["kind"] else 1.0
+        return lin * sum(section["widths"]) * len(task["seeds"]) + 8.0
+    if claim == "A2":
+        return float(len(task["seeds"])) + 1.0
+    return float(task["T"]) * len(task["teachers"]) * len(section["seeds"]) + 8.0
 
 
 def shard_tasks(section: Mapping[str, Any], claim: str, shard: int) -> list[dict[str, Any]]:
@@ -92,7 +111,7 @@ def shard_tasks(section: Mapping[str, Any], claim: str, shard: int) -> list[dict
     if not 0 <= shard < K:
         raise ValueError(f"shard {shard} out of range for {K} shards")
     ts = tasks(section, claim)
-    return balance(ts, [_task_cost(t, claim) for t in ts], K)[shard]
+    return balance(ts, [_task_cost(section, t, claim) for t in ts], K)[shard]
 
 
 # ------------------------------------------------------------------------------------------
@@ -172,94 +191,150 @@ def _ascend(params0, delta, X, rho, steps):
 
 
 _ASCEND_JIT = None
+_TEACHER_CACHE: dict[tuple, dict] = {}
 
 
-_DATA_CACHE: dict[tuple, dict] = {}
-
-
-def _dataset(section: Mapping[str, Any], n: int, T: int) -> dict:
-    from ntkrepro.arda2026.teacher import make_dataset
+def teacher_data(section: Mapping[str, Any], seed: int, n: int, T: int, kind: str) -> dict:
+    """Teacher ``seed`` of ``kind`` on ``n`` inputs of length ``T`` (cached per process)."""
+    from ntkrepro.arda2026.teacher import make_teacher
 
     t = section["teacher"]
-    k = (n, section["d"], T, t["R"], t["nu"], t["n_mc"], t["seed"])
-    if k not in _DATA_CACHE:
-        _DATA_CACHE[k] = make_dataset(t["seed"], n, section["d"], T, t["R"], t["nu"], t["n_mc"])
-    return _DATA_CACHE[k]
+    k = (int(seed), int(n), int(section["d"]), int(T), int(t["R"]), float(t["nu"]), int(t["n_mc"]), kind)
+    if k not in _TEACHER_CACHE:
+        _TEACHER_CACHE[k] = make_teacher(int(seed), int(n), int(section["d"]), int(T), R=int(t["R"]),
+                                         nu=float(t["nu"]), n_mc=int(t["n_mc"]), kind=kind)
+    return _TEACHER_CACHE[k]
 
 
-def evaluate_task(section: Mapping[str, Any], task: Mapping[str, Any], *, train: bool,
-                  linearisation: bool) -> dict[str, Any]:
-    """Metrics of one task for each of its seeds (see module doc)."""
+def student_key(seed: int, m: int, T: int, teacher: int | None = None):
+    """JAX key of the student initialisation (and worst-case search) of a unit."""
+    import jax
+
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(int(seed)), int(m)), int(T))
+    return key if teacher is None else jax.random.fold_in(key, 1_000 + int(teacher))
+
+
+def train_student(section: Mapping[str, Any], p0, X, y) -> dict[str, float]:
+    """Projected GD from ``p0`` (``steps``, :math:`\\eta = c/\\sqrt S`, ``rho``); min / final / initial loss."""
+    import jax.numpy as jnp
+
+    from ntkrepro.arda2026 import model
+
+    steps = int(section["steps"])
+    lr = float(section["step_size_coef"]) / math.sqrt(steps)
+    p, losses = model.train(p0, jnp.asarray(X), jnp.asarray(y), steps=steps, lr=lr, rho=float(section["rho"]))
+    final = float(model.mse(p, jnp.asarray(X), jnp.asarray(y)))
+    losses = np.asarray(losses, np.float64)
+    return {"min_train_loss": float(min(np.min(losses), final)), "final_train_loss": final,
+            "initial_loss": float(losses[0]), "params": p}
+
+
+def run_a1_unit(section: Mapping[str, Any], kind: str, seed: int, *, linearisation: bool) -> list[dict[str, Any]]:
+    """All widths of one A1 unit (teacher ``seed`` of ``kind``, student seed ``seed``)."""
     import jax
     import jax.numpy as jnp
 
     from ntkrepro.arda2026 import model
-    from ntkrepro.arda2026.teacher import transport_prediction
+    from ntkrepro.arda2026.teacher import width_m_prediction
 
-    n, m, T = int(task["n"]), int(task["m"]), int(task["T"])
-    data = _dataset(section, n, T)
-    X, y = data["X_train"], data["y_train"]
-    rho = float(section["rho"])
-    out: dict[str, Any] = {"n": n, "m": m, "T": T, "seeds": list(task["seeds"]), "n_train": int(X.shape[0]),
-                           "label_std": float(jnp.std(y))}
-    per_seed: dict[str, list[float]] = {"approx_error": []}
-    if train:
-        per_seed |= {"train_loss": [], "val_loss": [], "initial_loss": []}
-    if linearisation:
-        per_seed["lin_error"] = []
-    for seed in task["seeds"]:
-        key = jax.random.fold_in(jax.random.fold_in(jax.random.PRNGKey(int(seed)), m), T)
-        kinit, klin = jax.random.split(key)
-        p0 = model.init_params(kinit, m, section["d"])
-        fhat = transport_prediction(p0.W, p0.U, data["teacher"], X)
-        per_seed["approx_error"].append(float(jnp.max(jnp.abs(fhat - y))))
-        if train:
-            steps = int(section["steps"])
-            lr = float(section["step_size_coef"]) / math.sqrt(steps)
-            p, losses = model.train(p0, X, y, steps=steps, lr=lr, rho=rho)
-            per_seed["initial_loss"].append(float(losses[0]))
-            per_seed["train_loss"].append(float(model.mse(p, X, y)))
-            per_seed["val_loss"].append(float(model.mse(p, data["X_val"], data["y_val"])))
+    n, T, d = int(section["n"]), int(section["T"]), int(section["d"])
+    D = teacher_data(section, seed, n, T, kind)
+    rows = []
+    for m in section["widths"]:
+        kinit, klin = jax.random.split(student_key(seed, m, T))
+        p0 = model.init_params(kinit, int(m), d)
+        fhat = width_m_prediction(seed, int(m), D["X"], D["teacher"])
+        row: dict[str, Any] = {"kind": kind, "seed": int(seed), "m": int(m), "n": n, "T": T,
+                               "n_train": int(D["X_train"].shape[0]), "label_stats": D["label_stats"],
+                               "approx_error": float(np.max(np.abs(fhat - D["y"])))}
+        tr = train_student(section, p0, D["X_train"], D["y_train"])
+        row.update({k: v for k, v in tr.items() if k != "params"})
+        row["val_loss"] = float(model.mse(tr["params"], jnp.asarray(D["X_val"]), jnp.asarray(D["y_val"])))
         if linearisation:
-            per_seed["lin_error"].append(
-                worst_case_linearisation_error(klin, p0, X, rho, int(section["lin_search_steps"])))
-    out.update(per_seed)
-    return out
-
-
-def _run_shard(params: dict, ctx, claim: str, train: bool, linearisation: bool) -> dict:
-    shard = int(params["shard"])
-    todo = shard_tasks(params, claim, shard)
-    rows = [evaluate_task(params, t, train=train, linearisation=linearisation)
-            for t in ctx.progress(todo, desc=f"{claim} shard {shard}")]
-    return {"claim": claim, "shard": shard, "n_shards": n_shards(params, claim), "tasks": rows}
+            row["lin_error"] = worst_case_linearisation_error(klin, p0, jnp.asarray(D["X_train"]),
+                                                              float(section["rho"]), int(section["lin_search_steps"]))
+        rows.append(row)
+    return rows
 
 
 def run_a1_shard(params: dict, ctx) -> dict:
-    """A1 shard: train loss, approximation and linearisation errors at each width of the shard."""
-    return _run_shard(params, ctx, "A1", train=True, linearisation=True)
+    """A1 shard: min training loss, approximation and linearisation errors at every width, per unit."""
+    shard = int(params["shard"])
+    head = params["teacher"]["kind"]
+    rows = []
+    for t in ctx.progress(shard_tasks(params, "A1", shard), desc=f"A1 shard {shard}"):
+        for s in t["seeds"]:
+            rows += run_a1_unit(params, t["kind"], s, linearisation=t["kind"] == head)
+    return {"claim": "A1", "shard": shard, "n_shards": n_shards(params, "A1"), "rows": rows}
+
+
+def run_a2_unit(section: Mapping[str, Any], kind: str, seed: int) -> list[dict[str, Any]]:
+    """Approximation error of teacher ``seed`` at every width, on the nested first-n inputs, every n.
+
+    The teacher is drawn once on ``max(n_values)`` inputs; the inputs in the teacher's permutation
+    order are nested in n (the teacher does not change with n).
+    """
+    from ntkrepro.arda2026.teacher import width_m_prediction
+
+    ns = sorted(int(v) for v in section["n_values"])
+    T = int(section["T"])
+    D = teacher_data(section, seed, ns[-1], T, kind)
+    X, y = D["X"][D["order"]], D["y"][D["order"]]
+    rows = []
+    for m in section["widths"]:
+        err = np.abs(width_m_prediction(seed, int(m), X, D["teacher"]) - y)
+        for n in ns:
+            rows.append({"kind": kind, "seed": int(seed), "m": int(m), "n": n, "T": T,
+                         "approx_error": float(err[:n].max())})
+    return rows
 
 
 def run_a2_shard(params: dict, ctx) -> dict:
-    """A2 shard: approximation error (max over the n training inputs) at every width, for its n."""
+    """A2 shard: approximation error (max over the first n inputs) at every width and n, per unit."""
     shard = int(params["shard"])
     rows = []
     for t in ctx.progress(shard_tasks(params, "A2", shard), desc=f"A2 shard {shard}"):
-        for m in params["widths"]:
-            rows.append(evaluate_task(params, {**t, "m": m}, train=False, linearisation=False))
-    return {"claim": "A2", "shard": shard, "n_shards": n_shards(params, "A2"), "tasks": rows}
+        for s in t["seeds"]:
+            rows += run_a2_unit(params, t["kind"], s)
+    label = {}
+    for (seed, n, _d, T, *_rest, kind), D in _TEACHER_CACHE.items():
+        label[f"{kind}:{seed}"] = D["label_stats"]
+    return {"claim": "A2", "shard": shard, "n_shards": n_shards(params, "A2"), "rows": rows, "label_stats": label}
+
+
+def run_a3_teacher(section: Mapping[str, Any], kind: str, T: int, teacher_seed: int) -> list[dict[str, Any]]:
+    """Every student seed trained on teacher ``teacher_seed`` at sequence length ``T``."""
+    from ntkrepro.arda2026 import model
+
+    n, m, d = int(section["n"]), int(section["m"]), int(section["d"])
+    D = teacher_data(section, teacher_seed, n, T, kind)
+    st = D["label_stats"]
+    rows = []
+    for s in section["seeds"]:
+        p0 = model.init_params(student_key(s, m, T, teacher=teacher_seed), m, d)
+        tr = train_student(section, p0, D["X_train"], D["y_train"])
+        rows.append({"kind": kind, "T": int(T), "teacher": int(teacher_seed), "seed": int(s), "m": m, "n": n,
+                     "label_stats": st, **{k: v for k, v in tr.items() if k != "params"},
+                     "normalised_loss": tr["min_train_loss"] / st["var"]})
+    return rows
 
 
 def run_a3_shard(params: dict, ctx) -> dict:
-    """A3 shard: training loss after projected GD at each sequence length T of the shard."""
-    return _run_shard(params, ctx, "A3", train=True, linearisation=False)
+    """A3 shard: min training loss after projected GD for its (T, kind, teacher group) tasks."""
+    shard = int(params["shard"])
+    rows = []
+    for t in ctx.progress(shard_tasks(params, "A3", shard), desc=f"A3 shard {shard}"):
+        for tch in t["teachers"]:
+            rows += run_a3_teacher(params, t["kind"], t["T"], tch)
+    return {"claim": "A3", "shard": shard, "n_shards": n_shards(params, "A3"), "rows": rows}
 
 
 # ------------------------------------------------------------------------------------------
 # Aggregation (numpy only)
 
 def collect(shards: Sequence[Mapping[str, Any]], point: str, metric: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """``(points, values[point, seed], seeds)`` from shard results; every point needs the same seeds."""
+    """``(points, values[point, seed], seeds)`` from shard ``tasks`` rows holding per-seed lists (A4's
+    format); every point needs the same seeds."""
     by_point: dict[int, dict[int, float]] = {}
     for sh in shards:
         for row in sh["tasks"]:
@@ -276,46 +351,103 @@ def collect(shards: Sequence[Mapping[str, Any]], point: str, metric: str) -> tup
     return np.array(pts, float), vals, seeds
 
 
-def summarise(x: np.ndarray, vals: np.ndarray, *, n_boot: int, seed: int = 0) -> dict[str, Any]:
-    """Per-point median, mean with 95 % t-interval over seeds, and the log-log slope of medians.
+def _rows(shards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [r for sh in shards for r in sh["rows"]]
 
-    The slope interval is :func:`ntkrepro.stats.bootstrap_slope` (seeds resampled at every point);
-    ``slope_ols`` is the OLS t-interval of the fit to the medians.
-    """
+
+def grid(rows: Sequence[Mapping[str, Any]], axes: Sequence[str], metric: str) -> tuple[list[list[int]], np.ndarray]:
+    """``(levels per axis, values[axis0, axis1, ...])`` from unit rows; every cell must be present once."""
+    levels = [sorted({int(r[a]) for r in rows if metric in r}) for a in axes]
+    out = np.full([len(v) for v in levels], np.nan)
+    for r in rows:
+        if metric not in r:
+            continue
+        idx = tuple(lv.index(int(r[a])) for lv, a in zip(levels, axes))
+        if not np.isnan(out[idx]):
+            raise ValueError(f"duplicate result for {dict(zip(axes, idx))} ({metric})")
+        out[idx] = float(r[metric])
+    if not levels or np.isnan(out).any():
+        raise ValueError(f"missing results for metric {metric!r} on the grid {axes}")
+    return levels, out
+
+
+def t_interval(values: Sequence[float], level: float = 0.95, method: str = "") -> stats.Interval:
+    r"""Mean with a Student-t interval :math:`\bar v\pm t_{k-1}\,s/\sqrt k` over ``k`` independent units."""
     from scipy import stats as st
 
+    v = np.asarray(values, float)
+    if v.size < 2:
+        raise ValueError("a t-interval needs at least two units")
+    half = st.t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size)
+    return stats.Interval(float(v.mean()), float(v.mean() - half), float(v.mean() + half), level,
+                          method or f"t-interval over {v.size} units")
+
+
+def per_unit_slope(x: np.ndarray, vals: np.ndarray, what: str = "seeds") -> stats.Interval:
+    r"""Mean over units of each unit's OLS slope of :math:`\log v` vs :math:`\log x`, t-interval over units.
+
+    ``vals`` has shape ``(len(x), n_units)``; a unit (a teacher draw with its student) is shared by
+    all ``x``, so its slope is computed within the unit and the units are independent.
+    """
+    lx = np.log(np.asarray(x, float))
+    slopes = np.polyfit(lx, np.log(np.asarray(vals, float)), 1)[0]
+    return t_interval(slopes, method=f"mean of per-unit log-log OLS slopes, t-interval over {vals.shape[1]} {what}")
+
+
+def summarise(x: np.ndarray, vals: np.ndarray, *, n_boot: int, seed: int = 0, paired: bool = False) -> dict[str, Any]:
+    """Per-point median, mean with 95 % t-interval over units, and log-log slopes.
+
+    ``slope``: with ``paired`` (units shared across ``x``, e.g. A1's teacher draws) the
+    :func:`per_unit_slope`; otherwise :func:`ntkrepro.stats.bootstrap_slope` (units resampled
+    independently at every point, fit to medians). ``slope_medians`` is the OLS fit to the medians
+    (Fig. 1's estimator) with its t-interval.
+    """
     k = vals.shape[1]
     mean = vals.mean(axis=1)
     if k > 1:
+        from scipy import stats as st
+
         half = st.t.ppf(0.975, k - 1) * vals.std(axis=1, ddof=1) / math.sqrt(k)
     else:
         half = np.full_like(mean, np.nan)
-    out: dict[str, Any] = {"x": x.tolist(), "median": np.median(vals, axis=1).tolist(), "mean": mean.tolist(),
+    med = np.median(vals, axis=1)
+    out: dict[str, Any] = {"x": x.tolist(), "median": med.tolist(), "mean": mean.tolist(),
                            "ci_low": (mean - half).tolist(), "ci_high": (mean + half).tolist(),
                            "values": vals.tolist()}
     if np.all(vals > 0) and x.size >= 2:
         if k >= 2:
-            out["slope"] = stats.bootstrap_slope(x, vals, log=True, n_boot=n_boot, seed=seed).as_dict()
+            out["slope"] = (per_unit_slope(x, vals) if paired else
+                            stats.bootstrap_slope(x, vals, log=True, n_boot=n_boot, seed=seed)).as_dict()
         if x.size >= 3:
-            slope, icpt = stats.powerlaw_fit(x, np.median(vals, axis=1))
-            out["slope_ols"] = slope.as_dict()
-            out["intercept_ols"] = icpt.as_dict()
+            slope, icpt = stats.powerlaw_fit(x, med)
+            out["slope_medians"] = slope.as_dict()
+            out["intercept_medians"] = icpt.as_dict()
     return out
 
 
 def aggregate_a1(params: dict, ctx) -> dict:
-    """A1: per-metric medians, mean +-95 % CI and fitted log-log slopes vs width."""
+    """A1 per teacher kind: per-width medians, mean +-95 % CI, per-unit slopes, fits to medians."""
     from ntkrepro.io import read_json
 
-    shards = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
-    out: dict[str, Any] = {"metrics": {}}
-    for metric in METRICS_A1:
-        x, vals, seeds = collect(shards, "m", metric)
-        out["metrics"][metric] = summarise(x, vals, n_boot=int(params["n_boot"]))
+    rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
+    out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"]}
+    lin_rows = [r for r in rows if "lin_error" in r]
+    for kind in teacher_kinds(params):
+        kr = [r for r in rows if r["kind"] == kind]
+        res: dict[str, Any] = {"metrics": {}}
+        for metric in METRICS_A1:
+            src = lin_rows if metric == "lin_error" else kr
+            (widths, seeds), vals = grid(src, ("m", "seed"), metric)
+            res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
+        for metric in ("final_train_loss", "initial_loss", "val_loss"):
+            (widths, seeds), vals = grid(kr, ("m", "seed"), metric)
+            res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
+        res["label_stats"] = {str(r["seed"]): r["label_stats"] for r in kr}
+        res["mean_y2"] = float(np.mean([v["mean_y2"] for v in res["label_stats"].values()]))
+        res["seeds"] = seeds
+        out["kinds"][kind] = res
+    out["widths"] = widths
     out["seeds"] = seeds
-    out["widths"] = x.tolist()
-    out["initial_loss"] = collect(shards, "m", "initial_loss")[1].mean().item()
-    out["label_std"] = shards[0]["tasks"][0]["label_std"]
     return out
 
 
@@ -348,27 +480,13 @@ def growth_fits(n: np.ndarray, mstar: np.ndarray) -> dict[str, float]:
             "rss_pow": rss_pow, "p_loglog": float(p0)}
 
 
-def aggregate_a2(params: dict, ctx) -> dict:
-    r"""A2: width :math:`m^\ast(n)` needed for the target approximation error, and its growth in n.
+def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarray, n_boot: int) -> dict[str, Any]:
+    r"""A2 on an error array ``err[n, width, unit]``: target, :math:`m^\ast(n)`, fits and intervals.
 
     Target (pre-registered): the median approximation error at the smallest n and the geometric
-    middle width of the grid. :math:`m^\ast(n)` from the per-n power law of median error vs width.
-    Bootstrap over seeds (resampled jointly for all n, since the seed fixes the initialisation).
+    middle width. :math:`m^\ast(n)` from the per-n power law of median error vs width. Bootstrap
+    over units (teacher draws with their width-m draws), resampled jointly for all n and widths.
     """
-    from ntkrepro.io import read_json
-
-    shards = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
-    rows = [r for sh in shards for r in sh["tasks"]]
-    ns = sorted({int(r["n"]) for r in rows})
-    widths = sorted({int(r["m"]) for r in rows})
-    seeds = sorted(int(s) for s in rows[0]["seeds"])
-    seeds = sorted({int(s) for r in rows for s in r["seeds"]})
-    err = np.full((len(ns), len(widths), len(seeds)), np.nan)
-    for r in rows:
-        for s, v in zip(r["seeds"], r["approx_error"]):
-            err[ns.index(int(r["n"])), widths.index(int(r["m"])), seeds.index(int(s))] = v
-    if np.isnan(err).any():
-        raise ValueError("A2: missing (n, width, seed) results")
     x = np.array(widths, float)
     nn = np.array(ns, float)
     m_mid = math.exp(np.mean(np.log(x)))
@@ -384,8 +502,9 @@ def aggregate_a2(params: dict, ctx) -> dict:
     fits = growth_fits(nn, mstar)
     rng = np.random.default_rng(0)
     boot_p, boot_a, boot_better = [], [], []
-    for _ in range(int(params["n_boot"])):
-        idx = rng.integers(0, len(seeds), len(seeds))
+    n_units = err.shape[2]
+    for _ in range(int(n_boot)):
+        idx = rng.integers(0, n_units, n_units)
         ms = mstar_of(err[:, :, idx])
         if not np.all(np.isfinite(ms)) or np.any(ms <= 0):
             continue
@@ -393,31 +512,77 @@ def aggregate_a2(params: dict, ctx) -> dict:
         boot_p.append(f["p_loglog"])
         boot_a.append(f["log_a"])
         boot_better.append(f["rss_log"] <= f["rss_pow"])
-    interval = lambda v, pt, what: stats.Interval(pt, float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975)),  # noqa: E731
-                                                  0.95, f"bootstrap over seeds ({len(v)}), {what}")
+
+    def interval(v, pt, what):
+        if not v:
+            return stats.Interval(pt, -math.inf, math.inf, 0.95, f"no valid bootstrap resample, {what}")
+        return stats.Interval(pt, float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975)), 0.95,
+                              f"bootstrap over units ({len(v)} valid of {n_boot}), {what}")
+
     return {
-        "n_values": ns, "widths": widths, "seeds": seeds, "target_error": target, "target_width": m_mid,
+        "n_values": list(ns), "widths": list(widths), "target_error": target, "target_width": m_mid,
         "median_error": med.tolist(), "errors": err.tolist(), "m_star": mstar.tolist(), "fits": fits,
         "exponent_p": interval(boot_p, fits["p_loglog"], "log-log slope of m* vs n").as_dict(),
         "log_coef_a": interval(boot_a, fits["log_a"], "a in m* = a log n + b").as_dict(),
         "frac_boot_log_better": float(np.mean(boot_better)) if boot_better else float("nan"),
-        "n_boot_valid": len(boot_p),
-        "error_slope_vs_m": [stats.bootstrap_slope(x, err[i], n_boot=int(params["n_boot"])).as_dict()
-                             for i in range(len(ns))],
+        "n_boot_valid": len(boot_p), "n_units": n_units,
+        "error_slope_vs_m": [per_unit_slope(x, err[i], "teacher draws").as_dict() for i in range(len(ns))],
     }
 
 
-def aggregate_a3(params: dict, ctx) -> dict:
-    """A3: training loss vs sequence length T; log-log slope with bootstrap CI over seeds."""
+def aggregate_a2(params: dict, ctx) -> dict:
+    r"""A2 per teacher kind: width :math:`m^\ast(n)` needed for the target approximation error."""
     from ntkrepro.io import read_json
 
     shards = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
-    out: dict[str, Any] = {"metrics": {}}
-    for metric in ("train_loss", "initial_loss", "approx_error"):
-        x, vals, seeds = collect(shards, "T", metric)
-        out["metrics"][metric] = summarise(x, vals, n_boot=int(params["n_boot"]))
-    out["seeds"] = seeds
-    out["T_values"] = x.tolist()
-    out["m"] = params["m"]
-    out["n"] = params["n"]
+    rows = _rows(shards)
+    out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"]}
+    labels: dict[str, Any] = {}
+    for sh in shards:
+        labels.update(sh.get("label_stats", {}))
+    for kind in teacher_kinds(params):
+        (ns, widths, seeds), err = grid([r for r in rows if r["kind"] == kind], ("n", "m", "seed"), "approx_error")
+        res = sample_size_analysis(ns, widths, err, int(params["n_boot"]))
+        res["seeds"] = seeds
+        res["label_stats"] = {k.split(":", 1)[1]: v for k, v in labels.items() if k.startswith(kind + ":")}
+        out["kinds"][kind] = res
+    return out
+
+
+def aggregate_a3(params: dict, ctx) -> dict:
+    r"""A3 per teacher kind: loss vs T on the grid (T, teacher, seed), hierarchical-bootstrap slopes.
+
+    ``slope_abs``: log-log slope of the mean absolute min training loss vs T, interval by
+    :func:`ntkrepro.stats.hierarchical_bootstrap` (teachers, then seeds within teachers, at every
+    T). ``slope_normalised``: the same for loss / variance of the teacher's training labels
+    (description). ``slope_label_var``: the label variance itself vs T (one value per teacher).
+    """
+    from ntkrepro.io import read_json
+
+    rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
+    nb = int(params["n_boot"])
+    out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"], "m": params["m"],
+                           "n": params["n"], "steps": params["steps"]}
+    for kind in teacher_kinds(params):
+        kr = [r for r in rows if r["kind"] == kind]
+        res: dict[str, Any] = {"metrics": {}}
+        for metric in ("min_train_loss", "final_train_loss", "normalised_loss", "initial_loss"):
+            (Ts, teachers, seeds), y = grid(kr, ("T", "teacher", "seed"), metric)
+            x = np.array(Ts, float)
+            iv = stats.hierarchical_bootstrap(y, stats.slope_statistic(x, center=np.mean), n_boot=nb)
+            per_T = [stats.hierarchical_bootstrap(y[i][None], lambda v: float(np.mean(v)), n_boot=nb, seed=i)
+                     for i in range(len(Ts))]
+            res["metrics"][metric] = {
+                "x": Ts, "values": y.tolist(), "mean": y.mean(axis=(1, 2)).tolist(),
+                "median": np.median(y.reshape(len(Ts), -1), axis=1).tolist(),
+                "ci_low": [p.low for p in per_T], "ci_high": [p.high for p in per_T],
+                "teacher_means": y.mean(axis=2).tolist(), "slope": iv.as_dict(),
+            }
+        var = {(int(r["T"]), int(r["teacher"])): r["label_stats"]["var"] for r in kr}
+        lv = np.array([[var[(T, t)] for t in teachers] for T in Ts])
+        res["label_var"] = lv.tolist()
+        res["slope_label_var"] = stats.hierarchical_bootstrap(lv[..., None], stats.slope_statistic(x, center=np.mean),
+                                                               n_boot=nb).as_dict()
+        res["T_values"], res["teachers"], res["seeds"] = Ts, teachers, seeds
+        out["kinds"][kind] = res
     return out

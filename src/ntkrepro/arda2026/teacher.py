@@ -1,41 +1,69 @@
-r"""Teacher-student data of Arda et al. (2026): inputs, the infinite-width teacher, transport.
+r"""Teacher-student data of Arda et al. (2026): the authors' teacher and the paper's teacher.
 
-**Inputs.** :math:`X\in\mathbb R^{d\times T}` with i.i.d. :math:`\mathcal N(0, I_d)` tokens, each
-rescaled to norm :math:`\le 1`: :math:`x_t \leftarrow x_t/\max(1, \lVert x_t\rVert)`.
+Both teachers are the infinite-width limit model written through a *transport map*, estimated by
+Monte Carlo, exactly as in the authors' code (``transformer_ntk.data.make_dataset(method="teacher")``
+and ``lin_and_tilde_outputs_multianchor``, repository enesarda22/nonasymptotic-transformer, commit
+c67d351; read, not copied). One teacher draw is fixed by an integer ``seed``:
 
-**Teacher** (infinite-width limit model through a transportation mapping). Write
-:math:`\phi(X;w) = \nabla_w \psi(X; w)` for one head :math:`\psi(X;w) = c\,\tanh(U^\top a(X;W))`,
-:math:`w = (W, U, c)`, so that :math:`\langle\phi(X;w),\phi(X';w)\rangle =
-\sigma'\sigma''(g^\top g')(x_T^\top x_T') + \sigma'\sigma''\,a^\top a' + h h'` (see
-:mod:`.model`). With :math:`R` anchor inputs :math:`\tilde X_r` (drawn like the data) and
-coefficients :math:`\beta\sim\mathcal N(0, I_R)`, the transport map is
+**Inputs** (:func:`authors_inputs`). One CPU ``torch.Generator`` seeded with ``seed`` draws, in
+this order: :math:`X\in\mathbb R^{n\times d\times T}` standard normal, each token (column)
+rescaled to norm :math:`\le 1` (:math:`x_t \leftarrow x_t\min(1, 1/\lVert x_t\rVert)`); a
+permutation of the :math:`n` inputs whose first :math:`R` entries are the **anchors**
+:math:`X_r` (drawn from the inputs themselves); :math:`a\sim\mathcal N(0, I_R)` and the
+coefficients :math:`\alpha = a/\sum_r|a_r|` (so :math:`\sum_r|\alpha_r| = 1`); a second
+permutation that splits the inputs 80/20 into train and validation (the first
+:math:`\lfloor 0.2n\rfloor` are validation). This is the authors' global-RNG sequence after
+``set_seed(seed)`` on a CPU.
+
+**Head features** of one Monte-Carlo draw :math:`\varphi_k = (U_k, W_k)`,
+:math:`U_k\sim\mathcal N(0, I_d)`, :math:`W_k\sim\mathcal N(0, I_{d\times d})` (the sign of
+:math:`c` cancels): with logits :math:`z_t = x_t^\top D_k x_T`, :math:`\alpha^{(k)} =
+\operatorname{softmax}(z)`, :math:`a = X\alpha^{(k)}`, :math:`s = U_k^\top a`,
+:math:`g = X J(z) X^\top U_k` (:mod:`.model`, Lemma 1),
 
 .. math::
 
-    v(w) = \nu\,\frac{u(w)}{\lVert u(w)\rVert},\qquad u(w) = \sum_{r=1}^R \beta_r\,\phi(\tilde X_r; w),
+    \phi_c(X;\varphi_k) = \sigma(s),\quad \phi_u(X;\varphi_k) = \sigma'(s)\,a,\quad
+    \phi_w(X;\varphi_k) = \sigma'(s)\,g\,x_T^\top ,\qquad \sigma=\tanh .
 
-so :math:`\sup_w\lVert v(w)\rVert = \nu` (the norm bound), and the teacher is
+**Transport map** per anchor and branch, :math:`\nu = 3`:
+:math:`v_c^{(r)} = \nu\,\phi_c(X_r)`, :math:`v_u^{(r)} = \nu\,\phi_u(X_r)`,
+:math:`v_w^{(r)} = \phi_w(X_r)\min\big(1, \nu/\lVert\phi_w(X_r)\rVert_F\big)` (Frobenius clip;
+:math:`\lVert\phi_w\rVert_F = \lVert\sigma'(s)g\rVert\,\lVert x_T\rVert`), and
+:math:`v = \sum_r\alpha_r v^{(r)}`. **Labels**
 
 .. math::
 
-    f^\star(X) = \mathbb E_{w\sim w(0)}\big[\langle v(w), \phi(X;w)\rangle\big]
-    \approx \frac{1}{M}\sum_{k=1}^M \nu\,\frac{\sum_r\beta_r\,k_{w_k}(X,\tilde X_r)}
-    {\sqrt{\beta^\top k_{w_k}(\tilde X,\tilde X)\beta}},
+    y(X) = \frac1M\sum_{k=1}^M \langle \phi(X;\varphi_k), v(\varphi_k)\rangle
+    = \frac1M\sum_{k}\sum_r \alpha_r\Big[\nu\,\phi_c(X)\phi_c(X_r) + \nu\,\langle\phi_u(X),\phi_u(X_r)\rangle
+      + \min\!\Big(1,\tfrac{\nu}{\lVert\phi_w(X_r)\rVert_F}\Big)\langle\sigma'(s)g,\sigma'(s_r)g_r\rangle\,
+        \langle x_T, x_{T,r}\rangle\Big]
 
-estimated by Monte Carlo over :math:`M` (8192) independent head draws. (The authors' exact
-construction is not available offline; this is the construction the setting describes: R anchors,
-norm bound :math:`\nu`, MC expectation.) The value is independent of the sign of :math:`c`.
+over :math:`M` (``n_mc``) draws from a second CPU ``torch.Generator`` seeded with
+``seed + M``, drawn in chunks of 2048 (per chunk: all :math:`U_k` of the chunk, then all
+:math:`W_k`). No label noise, no standardisation.
 
-**Width-m transport** (approximation error). For a width-m initialisation
-:math:`w_i(0)`, the linearised model at :math:`\theta_i = \theta_i(0) + v(w_i(0))/\sqrt m` is
-:math:`\hat f_m(X) = \frac1m\sum_i\langle v(w_i(0)), \phi(X; w_i(0))\rangle`; it lies in the
-projection set when :math:`\nu\le\rho`. The approximation error is
-:math:`\max_j |\hat f_m(X_j) - f^\star(X_j)|`.
+**The two teachers differ only in** :math:`D_k`:
+
+* ``kind="authors"`` -- the **authors' teacher, diagonal logits**: their code writes
+  :math:`W_kx_T` as ``einsum("kdd,bd->bkd", W, X_T)``, which reads only the diagonal of
+  :math:`W_k`, so :math:`D_k = \operatorname{diag}(W_k)` and the logits are
+  :math:`x_t^\top\operatorname{diag}(W_k)x_T` (in the teacher's features at the inputs *and* at
+  the anchors; the student uses its full :math:`W_i`). Fig. 1 was produced with these labels.
+* ``kind="paper"`` -- the **paper's teacher**: the same construction with the full
+  :math:`D_k = W_k` (the paper's mathematics).
+
+**Width-m transport** (approximation error). The width-m linearised model at the transported
+parameters is the same sum over :math:`m` draws (:func:`transport_mean` with ``M = m``), from an
+independent stream seeded :math:`10^6(\text{seed}+1) + m` (the authors use ``seed + m``, which makes
+different seeds share draws: :math:`1 + 16 = 9 + 8`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from functools import partial
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -43,23 +71,22 @@ import numpy as np
 
 from ntkrepro.arda2026.model import head_features
 
-
 _BLOCK = 256
 
-
-class TeacherSpec(NamedTuple):
-    """Anchors ``(R, d, T)`` and coefficients ``beta (R,)`` that define :math:`v(w)`."""
-
-    anchors: jax.Array
-    beta: jax.Array
-    nu: float
+#: The two teacher constructions (see module doc).
+TEACHER_KINDS = ("authors", "paper")
+#: The authors' Monte-Carlo chunk: per chunk all U_k, then all W_k, from one generator.
+DRAW_CHUNK = 2048
+#: Fraction of the inputs held out for validation (the authors' ``val_frac``).
+VAL_FRAC = 0.2
 
 
 def sample_inputs(key: jax.Array, n: int, d: int, T: int, dtype=jnp.float32) -> jax.Array:
-    """``n`` inputs of shape ``(d, T)``: Gaussian tokens rescaled to norm at most 1.
+    """``n`` inputs of shape ``(d, T)``: Gaussian tokens rescaled to norm at most 1 (JAX stream).
 
     Drawn in blocks of 256 from ``fold_in(key, block)``, so the first ``n`` inputs are the same
-    for every larger ``n`` (nested datasets for the sample-size sweep).
+    for every larger ``n``. Used where no teacher is involved (A5's NTK inputs, benchmarks); the
+    teachers draw their inputs with :func:`authors_inputs`.
     """
     if min(n, d, T) < 1:
         raise ValueError(f"n, d, T must be positive, got {(n, d, T)}")
@@ -70,90 +97,190 @@ def sample_inputs(key: jax.Array, n: int, d: int, T: int, dtype=jnp.float32) -> 
     return X / jnp.maximum(1.0, norms)
 
 
-def make_teacher(key: jax.Array, d: int, T: int, R: int, nu: float) -> TeacherSpec:
-    """Draw the ``R`` anchors and their coefficients."""
-    if R < 1 or nu <= 0:
-        raise ValueError("need R >= 1 anchors and a positive norm bound nu")
-    ka, kb = jax.random.split(key)
-    return TeacherSpec(sample_inputs(ka, R, d, T), jax.random.normal(kb, (R,)), float(nu))
+# --------------------------------------------------------------------------------------------
+# Random streams (torch CPU generators, the authors' order)
 
 
-def _feature_kernels(W: jax.Array, U: jax.Array, X1: jax.Array, X2: jax.Array) -> jax.Array:
-    r"""Per-head feature kernels :math:`k_{w_i}(X_1, X_2)` (c-independent), shape ``(m, n1, n2)``."""
-    F1 = head_features(W, U, X1)
-    F2 = head_features(W, U, X2)
-    s1 = 1.0 - F1.h**2
-    s2 = 1.0 - F2.h**2
-    kW = jnp.einsum("imd,jmd->mij", F1.g, F2.g) * (F1.xT @ F2.xT.T)[None]
-    kU = jnp.einsum("imd,jmd->mij", F1.a, F2.a)
-    return s1.T[:, :, None] * s2.T[:, None, :] * (kW + kU) + F1.h.T[:, :, None] * F2.h.T[:, None, :]
+class Teacher(NamedTuple):
+    """One teacher draw: anchors ``(R, d, T)``, coefficients ``alpha (R,)`` with sum|alpha| = 1."""
+
+    anchors: np.ndarray
+    alpha: np.ndarray
+    nu: float
+    kind: str
+    seed: int
+    n_mc: int
 
 
-@jax.jit
-def transport_values(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Array) -> jax.Array:
-    r"""Per-head :math:`\langle v(w_i), \phi(X_j; w_i)\rangle`, shape ``(m, n)``."""
-    kXA = _feature_kernels(W, U, X, teacher.anchors)  # (m, n, R)
-    kAA = _feature_kernels(W, U, teacher.anchors, teacher.anchors)  # (m, R, R)
-    unorm = jnp.sqrt(jnp.einsum("r,mrs,s->m", teacher.beta, kAA, teacher.beta))
-    return teacher.nu * (kXA @ teacher.beta) / unorm[:, None]
+def _check_kind(kind: str) -> str:
+    if kind not in TEACHER_KINDS:
+        raise ValueError(f"teacher kind must be one of {TEACHER_KINDS}, got {kind!r}")
+    return kind
 
 
-HEAD_CHUNK = 64
-X_CHUNK = 256
+def authors_inputs(seed: int, n: int, d: int, T: int, R: int) -> dict[str, np.ndarray]:
+    r"""Inputs, anchor indices, coefficients and the train/validation permutation of teacher ``seed``.
+
+    Returns ``X (n, d, T)`` float32, ``anchor_idx (R,)``, ``alpha (R,)`` (:math:`\sum|\alpha| = 1`)
+    and ``perm (n,)``; see the module doc for the order of the draws. With fewer than ``R`` inputs
+    the anchors repeat (the authors' rule).
+    """
+    import torch
+
+    if min(n, d, T, R) < 1:
+        raise ValueError(f"n, d, T, R must be positive, got {(n, d, T, R)}")
+    g = torch.Generator().manual_seed(int(seed))
+    X = torch.randn(n, d, T, generator=g)
+    norms = torch.linalg.vector_norm(X, ord=2, dim=-2, keepdim=True).clamp_min(1e-12)
+    X = X * torch.clamp(1.0 / norms, max=1.0)
+    idx = torch.randperm(n, generator=g)[:min(n, R)]
+    if idx.numel() < R:
+        idx = idx.repeat(-(-R // idx.numel()))[:R]
+    a = torch.randn(R, generator=g)
+    alpha = a / a.abs().sum().clamp_min(1e-12)
+    perm = torch.randperm(n, generator=g)
+    return {"X": X.numpy(), "anchor_idx": idx.numpy(), "alpha": alpha.numpy(), "perm": perm.numpy()}
 
 
-def _padded(a: jax.Array, size: int) -> jax.Array:
-    """Pad axis 0 of ``a`` to a multiple of ``size`` by repeating its first rows (results are sliced off)."""
-    k = (-a.shape[0]) % size
-    return a if k == 0 else jnp.concatenate([a, jnp.repeat(a[:1], k, axis=0)])
+def head_draws(stream_seed: int, M: int, d: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The Monte-Carlo draws ``(U (k, d), W (k, d, d))`` of a stream, chunk by chunk (float32).
 
+    One CPU ``torch.Generator`` seeded ``stream_seed``; per chunk of at most :data:`DRAW_CHUNK`
+    draws, all ``U`` then all ``W`` (the authors' ``_mc_estimate``).
+    """
+    import torch
 
-def transport_matrix(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Array) -> np.ndarray:
-    r""":func:`transport_values` for any numbers of heads and inputs, in fixed-size blocks (one compile)."""
-    m, n = W.shape[0], X.shape[0]
-    Wp, Up, Xp = _padded(W, HEAD_CHUNK), _padded(U, HEAD_CHUNK), _padded(X, X_CHUNK)
-    out = np.zeros((Wp.shape[0], Xp.shape[0]), np.float64)
-    for i in range(0, Wp.shape[0], HEAD_CHUNK):
-        for j in range(0, Xp.shape[0], X_CHUNK):
-            out[i:i + HEAD_CHUNK, j:j + X_CHUNK] = np.asarray(
-                transport_values(Wp[i:i + HEAD_CHUNK], Up[i:i + HEAD_CHUNK], teacher, Xp[j:j + X_CHUNK]))
-    return out[:m, :n]
-
-
-def teacher_labels(key: jax.Array, teacher: TeacherSpec, X: jax.Array, n_mc: int, chunk: int = 512) -> jax.Array:
-    r""":math:`f^\star(X_j)` by Monte Carlo over ``n_mc`` head draws (drawn ``chunk`` at a time)."""
-    if n_mc < 1:
-        raise ValueError("n_mc must be positive")
-    d = X.shape[1]
-    total = np.zeros(X.shape[0], np.float64)
+    if M < 1:
+        raise ValueError("need at least one Monte-Carlo draw")
+    g = torch.Generator().manual_seed(int(stream_seed))
     done = 0
-    i = 0
-    while done < n_mc:
-        k = min(chunk, n_mc - done)
-        kW, kU = jax.random.split(jax.random.fold_in(key, i), 2)
-        W = jax.random.normal(kW, (k, d, d))
-        U = jax.random.normal(kU, (k, d))
-        total += transport_matrix(W, U, teacher, X).sum(axis=0)
+    while done < M:
+        k = min(DRAW_CHUNK, M - done)
         done += k
-        i += 1
-    return jnp.asarray(total / n_mc, jnp.float32)
+        U = torch.randn((k, d), generator=g)
+        W = torch.randn((k, d, d), generator=g)
+        yield U.numpy(), W.numpy()
 
 
-def transport_prediction(W: jax.Array, U: jax.Array, teacher: TeacherSpec, X: jax.Array) -> jax.Array:
-    r"""Width-m linearised model at the transported parameters, :math:`\hat f_m(X_j)`, shape ``(n,)``."""
-    return jnp.asarray(transport_matrix(W, U, teacher, X).mean(axis=0), jnp.float32)
+def approx_stream(seed: int, m: int) -> int:
+    """Seed of the width-``m`` draws of teacher ``seed`` (independent of every teacher stream)."""
+    return 1_000_000 * (int(seed) + 1) + int(m)
 
 
-def make_dataset(seed: int, n: int, d: int, T: int, R: int, nu: float, n_mc: int,
-                 train_frac: float = 0.8) -> dict[str, np.ndarray | TeacherSpec]:
-    """Inputs, teacher and labels, deterministic in ``seed``; 80/20 train/validation split."""
-    if not 0 < train_frac <= 1:
-        raise ValueError("train_frac must be in (0, 1]")
-    key = jax.random.PRNGKey(seed)
-    kx, kt, kmc = jax.random.split(key, 3)
-    X = sample_inputs(kx, n, d, T)
-    teacher = make_teacher(kt, d, T, R, nu)
-    y = teacher_labels(kmc, teacher, X, n_mc)
-    n_train = int(round(train_frac * n))
-    return {"X_train": X[:n_train], "y_train": y[:n_train], "X_val": X[n_train:], "y_val": y[n_train:],
-            "teacher": teacher}
+# --------------------------------------------------------------------------------------------
+# Features and the transport sum
+
+
+def logit_weights(W: jax.Array, kind: str) -> jax.Array:
+    r""":math:`D_k`: ``diag(W_k)`` embedded as a diagonal matrix (``authors``) or ``W_k`` (``paper``)."""
+    if _check_kind(kind) == "authors":
+        return W * jnp.eye(W.shape[-1], dtype=W.dtype)
+    return W
+
+
+def branch_features(W: jax.Array, U: jax.Array, X: jax.Array, kind: str):
+    r"""Per-(input, draw) :math:`\phi_c = \sigma(s)`, :math:`\phi_u = \sigma'(s)a`, the rank-1 factor
+    :math:`\sigma'(s)g` of :math:`\phi_w = \sigma'(s)g\,x_T^\top`, and :math:`x_T`.
+
+    Shapes ``(n, k)``, ``(n, k, d)``, ``(n, k, d)``, ``(n, d)``. Uses the one model implementation
+    (:func:`ntkrepro.arda2026.model.head_features`) with logit matrices :func:`logit_weights`.
+    """
+    F = head_features(logit_weights(W, kind), U, X)
+    sp = (1.0 - F.h**2)[..., None]
+    return F.h, sp * F.a, sp * F.g, F.xT
+
+
+@partial(jax.jit, static_argnames=("kind",))
+def transport_sum(W: jax.Array, U: jax.Array, X: jax.Array, anchors: jax.Array, alpha: jax.Array, nu: float,
+                  kind: str, mask: jax.Array) -> jax.Array:
+    r""":math:`\sum_k \mathrm{mask}_k\langle\phi(X_j;\varphi_k), v(\varphi_k)\rangle` over the draws given, ``(n,)``.
+
+    ``mask`` (``(k,)``, 0 or 1) drops the padding draws of a short last block.
+
+    :math:`= \sum_k \nu h_{jk}\,(\alpha^\top h^A_{\cdot k}) + \nu\langle\phi_{u,jk}, \sum_r\alpha_r\phi^A_{u,rk}\rangle
+    + \sum_d (\sigma'g)_{jkd}\,Q_{jkd}` with
+    :math:`Q_{jk} = \sum_r \alpha_r\langle x_{T,j}, x_{T,r}\rangle\min(1, \nu/\lVert\phi^A_{w,rk}\rVert_F)\,(\sigma'g)^A_{rk}`.
+    """
+    hX, uX, wX, xT = branch_features(W, U, X, kind)
+    hA, uA, wA, aT = branch_features(W, U, anchors, kind)
+    fro = jnp.linalg.norm(wA, axis=-1) * jnp.linalg.norm(aT, axis=-1)[:, None]  # (R, k)
+    clip = jnp.minimum(1.0, nu / jnp.maximum(fro, 1e-12))
+    vc = nu * (alpha @ hA)  # (k,)
+    vu = nu * jnp.einsum("r,rkd->kd", alpha, uA)
+    P = alpha[None, :] * (xT @ aT.T)  # (n, R)
+    Q = jnp.einsum("nr,rkd->nkd", P, clip[..., None] * wA)
+    per_draw = hX * vc + jnp.einsum("nkd,kd->nk", uX, vu) + jnp.einsum("nkd,nkd->nk", wX, Q)
+    return per_draw @ mask
+
+
+def _compute_chunk(n: int, T: int) -> int:
+    """Draws per compiled call: about 4M (input, draw, token) entries, a power of two in [16, 512]."""
+    k = max(16, min(512, (4_000_000 // max(1, n * T))))
+    return 1 << (k.bit_length() - 1)
+
+
+def transport_mean(stream_seed: int, M: int, X: np.ndarray, teacher: Teacher, *,
+                   dtype: Any = np.float32) -> np.ndarray:
+    r""":math:`\frac1M\sum_{k\le M}\langle\phi(X_j;\varphi_k), v(\varphi_k)\rangle` over the draws of
+    :func:`head_draws` (``stream_seed``), accumulated in float64; shape ``(n,)``.
+
+    ``dtype`` is the compute precision (float64 for the exactness tests, under ``jax_enable_x64``).
+    Draws are evaluated in fixed-size blocks (one compile per shape); a short last block is padded
+    and the padding masked out.
+    """
+    X = np.asarray(X, dtype)
+    n, d, T = X.shape
+    Xj = jnp.asarray(X)
+    A = jnp.asarray(np.asarray(teacher.anchors, dtype))
+    al = jnp.asarray(np.asarray(teacher.alpha, dtype))
+    kc = _compute_chunk(n + A.shape[0], T)
+    total = np.zeros(n, np.float64)
+    for U, W in head_draws(stream_seed, M, d):
+        block = min(kc, U.shape[0])
+        for s in range(0, U.shape[0], block):
+            u, w = U[s:s + block].astype(dtype), W[s:s + block].astype(dtype)
+            mask = np.zeros(block, dtype)
+            mask[:u.shape[0]] = 1.0
+            if u.shape[0] < block:  # pad the last block to the compiled size; the mask drops the copies
+                u = np.concatenate([u, np.repeat(u[:1], block - u.shape[0], 0)])
+                w = np.concatenate([w, np.repeat(w[:1], block - w.shape[0], 0)])
+            total += np.asarray(transport_sum(jnp.asarray(w), jnp.asarray(u), Xj, A, al, teacher.nu, teacher.kind,
+                                              jnp.asarray(mask)), np.float64)
+    return total / M
+
+
+def make_teacher(seed: int, n: int, d: int, T: int, *, R: int, nu: float, n_mc: int, kind: str,
+                 dtype: Any = np.float32) -> dict[str, Any]:
+    r"""Teacher ``seed`` of ``kind``: inputs, labels :math:`y(X_j)` over all ``n`` inputs, split.
+
+    Returns ``X`` / ``y`` (all inputs, drawing order), ``X_train``, ``y_train``, ``X_val``,
+    ``y_val`` (the authors' permutation split; the first :math:`\lfloor 0.2 n\rfloor` of the
+    permutation are validation), ``order`` (the permutation: ``X[order]`` lists validation first),
+    ``teacher`` (:class:`Teacher`) and ``label_stats`` (mean :math:`y^2`, std, variance of the
+    training labels).
+    """
+    if nu <= 0:
+        raise ValueError("the norm bound nu must be positive")
+    inp = authors_inputs(seed, n, d, T, R)
+    X = inp["X"].astype(dtype)
+    tch = Teacher(X[inp["anchor_idx"]], inp["alpha"].astype(dtype), float(nu), _check_kind(kind), int(seed),
+                  int(n_mc))
+    y = transport_mean(int(seed) + int(n_mc), int(n_mc), X, tch, dtype=dtype)
+    n_val = int(VAL_FRAC * n)
+    perm = inp["perm"]
+    val, tr = perm[:n_val], perm[n_val:]
+    return {"X": X, "y": y, "X_train": X[tr], "y_train": y[tr].astype(dtype), "X_val": X[val],
+            "y_val": y[val].astype(dtype), "order": perm, "teacher": tch, "label_stats": label_stats(y[tr])}
+
+
+def label_stats(y: np.ndarray) -> dict[str, float]:
+    """Scale of a label vector: mean of :math:`y^2`, standard deviation, variance, mean."""
+    y = np.asarray(y, np.float64)
+    return {"mean_y2": float(np.mean(y**2)), "std": float(np.std(y)), "var": float(np.var(y)),
+            "mean": float(np.mean(y))}
+
+
+def width_m_prediction(seed: int, m: int, X: np.ndarray, teacher: Teacher) -> np.ndarray:
+    r"""Width-m linearised model at the transported parameters, :math:`\hat f_m(X_j)`: the teacher's
+    sum over ``m`` draws of the independent stream :func:`approx_stream` ``(seed, m)``."""
+    return transport_mean(approx_stream(seed, m), int(m), X, teacher, dtype=np.asarray(X).dtype)
