@@ -411,7 +411,9 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
         "batch of 5 sequences sharing A; claim source labelled.",
         "Issue 15: the claim is taken from the authors' library example, which measures the internal-state "
         "GeNTK; the old criterion decided on point estimates over 3 seeds.",
-        {"default": "pending (baseline run of commit 30aa816)",
+        {"default": "inconclusive; 4/8 input dimensions bounded (er_time <= 1.25 er(X) + 1), Spearman 1.00, "
+                    "mean excess over the bound -2.24 [-3.21, -1.65] over 3 seeds (old code of commit 30aa816 "
+                    "re-run at default scale by this change's author)",
          "smoke": "not_reproduced; 2/5 input dimensions bounded (er_time <= 1.25 er(X) + 1), Spearman 0.90 "
                   "(old code of commit 30aa816 re-run at smoke scale by this change's author)"},
     ),),
