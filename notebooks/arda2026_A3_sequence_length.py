@@ -47,6 +47,12 @@ for kind, r in res["kinds"].items():
         ax.plot(x, s["mean"], mk + "-", mfc="none" if kind != head else None,
                 label=f"{lab}: mean, slope {sl['value']:.2f} [{sl['ci_low']:.2f}, {sl['ci_high']:.2f}]"
                       + ("" if kind == head else " (not judged)"))
+    if kind == head and "indrnn" in r:
+        q = r["indrnn"]
+        sl = q["slope"]
+        axes[0].plot(np.array(q["x"], float), q["mean"], "^:", color="C3",
+                     label=f"IndRNN contrast: mean, slope {sl['value']:.2f} [{sl['ci_low']:.2f}, {sl['ci_high']:.2f}] "
+                           "(not judged)")
     if kind == head:
         s = r["metrics"]["initial_loss"]
         axes[0].plot(np.array(s["x"], float), s["mean"], "--", color="0.3", label="initial loss (mean $y^2$)")
@@ -55,12 +61,13 @@ axes[0].set(xscale="log", yscale="log", xlabel="sequence length T", ylabel="min 
 axes[1].set(xscale="log", yscale="log", xlabel="sequence length T", ylabel="loss / label variance",
             title="description: normalised loss")
 for ax, key in zip(axes, ("min_train_loss", "normalised_loss")):
-    v = np.array([np.array(r["metrics"][key]["values"], float) for r in res["kinds"].values()])
-    lo = min(v.min(), min(min(r["metrics"]["initial_loss"]["mean"]) for r in res["kinds"].values())) \
-        if key == "min_train_loss" else v.min()
-    hi = max(v.max(), max(max(r["metrics"]["initial_loss"]["mean"]) for r in res["kinds"].values())) \
-        if key == "min_train_loss" else v.max()
-    ax.set_ylim(0.5 * lo, 2.0 * hi)
+    ys = [np.ravel(r["metrics"][key]["values"]) for r in res["kinds"].values()]
+    if key == "min_train_loss":
+        ys += [np.ravel(r["metrics"]["initial_loss"]["mean"]) for r in res["kinds"].values()]
+        ys += [np.ravel(r["indrnn"]["mean"]) for r in res["kinds"].values() if "indrnn" in r]
+    v = np.concatenate(ys).astype(float)
+    v = v[np.isfinite(v) & (v > 0)]
+    ax.set_ylim(0.5 * v.min(), 2.0 * v.max())  # a t-band over few draws can reach below 0
     ax.legend(fontsize=7)
 r = res["kinds"][head]
 fig.suptitle(f"m={res['m']}, n={res['n']}, {res['steps']} steps; {len(r['teachers'])} teacher draws x "

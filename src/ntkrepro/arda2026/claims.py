@@ -256,7 +256,8 @@ A3_BOUND = 0.1
     "with T; falling is consistent): reproduced if the upper bound <= +0.1; not reproduced if the lower bound "
     "> +0.1; inconclusive otherwise (power line, size = teacher draws per T). Loss divided by the variance of "
     "the teacher's labels (which itself changes with T at fixed nu), the label variance and the loss relative "
-    "to the initial loss are reported as description, not judged; so is the paper's teacher where it ran.",
+    "to the initial loss are reported as description, not judged; so are the paper's teacher and the IndRNN "
+    "contrast (same data, same projected GD) where they ran.",
     version=3,
     amendments=(
         Amendment(_STEPS_AMENDMENT.date, _STEPS_AMENDMENT.change, _STEPS_AMENDMENT.why,
@@ -296,6 +297,11 @@ def evaluate_a3(results: Results, scale: str) -> Evaluation:
               f"described: loss/label variance slope {_fmt(measured['slope_normalised_loss_vs_T'])}, label "
               f"variance slope {_fmt(measured['slope_label_var_vs_T'])}, loss/initial loss "
               f"{[round(v, 3) for v in ratio]}")
+    if "indrnn" in res:
+        q = _interval(res["indrnn"]["slope"])
+        measured["slope_abs_loss_vs_T_indrnn"] = q
+        measured["mean_loss_indrnn"] = res["indrnn"]["mean"]
+        reason += f" | IndRNN contrast on the same data (not judged): slope {_fmt(q)}"
     for kind, other in r["kinds"].items():
         if kind != head:
             q = _interval(other["metrics"]["min_train_loss"]["slope"])

@@ -14,6 +14,7 @@ All of :math:`W_{in}, u, c` are trained. Inputs are ``(n, d_in, T)`` like the tr
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -51,3 +52,34 @@ def indrnn_forward(params: IndRNNParams, X: jax.Array) -> jax.Array:
 
     h, _ = jax.lax.scan(step, jnp.zeros(drive.shape[1:], X.dtype), drive)
     return h @ params.c / jnp.sqrt(params.c.shape[0])
+
+
+def project_indrnn(params: IndRNNParams, params0: IndRNNParams, rho: float | jax.Array) -> IndRNNParams:
+    r"""Per-unit projection onto :math:`\lVert W_{in,i}-W_{in,i}(0)\rVert, |u_i-u_i(0)|, |c_i-c_i(0)|\le\rho/\sqrt m`
+    (the authors' ``IndiRNN.project_``)."""
+    r = rho / jnp.sqrt(params.c.shape[0])
+    dW = params.W_in - params0.W_in
+    nW = jnp.sqrt(jnp.sum(dW**2, axis=1, keepdims=True))
+    dW = dW * jnp.minimum(1.0, r / jnp.maximum(nW, 1e-30))
+    return IndRNNParams(params0.W_in + dW, params0.u + jnp.clip(params.u - params0.u, -r, r),
+                        params0.c + jnp.clip(params.c - params0.c, -r, r))
+
+
+def indrnn_mse(params: IndRNNParams, X: jax.Array, y: jax.Array) -> jax.Array:
+    """Mean squared error of the IndRNN on ``(X, y)``."""
+    return jnp.mean((indrnn_forward(params, X) - y) ** 2)
+
+
+@partial(jax.jit, static_argnames=("steps",))
+def train_indrnn(params0: IndRNNParams, X: jax.Array, y: jax.Array, *, steps: int, lr: float,
+                 rho: float) -> tuple[IndRNNParams, jax.Array]:
+    r"""Full-batch projected GD on the MSE (autodiff through the recurrence); ``losses[k]`` is the loss
+    before step ``k`` -- the IndRNN counterpart of :func:`ntkrepro.arda2026.model.train`."""
+    vg = jax.value_and_grad(indrnn_mse)
+
+    def step(p, _):
+        loss, g = vg(p, X, y)
+        p = jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
+        return project_indrnn(p, params0, rho), loss
+
+    return jax.lax.scan(step, params0, None, length=steps)

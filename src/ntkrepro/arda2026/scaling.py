@@ -316,7 +316,31 @@ def run_a3_teacher(section: Mapping[str, Any], kind: str, T: int, teacher_seed: 
         rows.append({"kind": kind, "T": int(T), "teacher": int(teacher_seed), "seed": int(s), "m": m, "n": n,
                      "label_stats": st, **{k: v for k, v in tr.items() if k != "params"},
                      "normalised_loss": tr["min_train_loss"] / st["var"]})
+    for s in section.get("indrnn_seeds", []):
+        rows.append({"kind": kind, "model": "indrnn", "T": int(T), "teacher": int(teacher_seed), "seed": int(s),
+                     "m": m, "n": n, "label_stats": st, **train_indrnn_student(section, s, T, teacher_seed, D)})
     return rows
+
+
+def train_indrnn_student(section: Mapping[str, Any], seed: int, T: int, teacher_seed: int, D: dict) -> dict[str, float]:
+    """The IndRNN contrast of A3 (abstract: recurrent nets' error "can grow exponentially with T"): a width-m
+    IndRNN (:mod:`.indrnn`, pairwise-symmetric init) trained on the same data with the same projected GD."""
+    import jax
+    import jax.numpy as jnp
+
+    from ntkrepro.arda2026.indrnn import indrnn_mse, init_indrnn, train_indrnn
+
+    m, d, steps = int(section["m"]), int(section["d"]), int(section["steps"])
+    key = jax.random.fold_in(student_key(seed, m, T, teacher=teacher_seed), 17)
+    p0 = init_indrnn(key, m, d)
+    X, y = jnp.asarray(D["X_train"]), jnp.asarray(D["y_train"])
+    p, losses = train_indrnn(p0, X, y, steps=steps, lr=float(section["step_size_coef"]) / math.sqrt(steps),
+                             rho=float(section["rho"]))
+    final = float(indrnn_mse(p, X, y))
+    losses = np.asarray(losses, np.float64)
+    mn = float(np.nanmin(np.append(losses, final))) if np.isfinite(losses).any() else float("inf")
+    return {"min_train_loss": mn, "final_train_loss": final, "initial_loss": float(losses[0]),
+            "normalised_loss": mn / D["label_stats"]["var"]}
 
 
 def run_a3_shard(params: dict, ctx) -> dict:
@@ -564,8 +588,14 @@ def aggregate_a3(params: dict, ctx) -> dict:
     out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"], "m": params["m"],
                            "n": params["n"], "steps": params["steps"]}
     for kind in teacher_kinds(params):
-        kr = [r for r in rows if r["kind"] == kind]
+        kr = [r for r in rows if r["kind"] == kind and r.get("model", "transformer") == "transformer"]
+        rnn = [r for r in rows if r["kind"] == kind and r.get("model") == "indrnn"]
         res: dict[str, Any] = {"metrics": {}}
+        if rnn:  # the IndRNN contrast (reported, not judged)
+            (Ts, _t, _s), y = grid(rnn, ("T", "teacher", "seed"), "min_train_loss")
+            res["indrnn"] = {"x": Ts, "values": y.tolist(), "mean": y.mean(axis=(1, 2)).tolist(),
+                             "slope": stats.hierarchical_bootstrap(
+                                 y, stats.slope_statistic(np.array(Ts, float), center=np.mean), n_boot=nb).as_dict()}
         for metric in ("min_train_loss", "final_train_loss", "normalised_loss", "initial_loss"):
             (Ts, teachers, seeds), y = grid(kr, ("T", "teacher", "seed"), metric)
             x = np.array(Ts, float)
