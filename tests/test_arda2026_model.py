@@ -134,13 +134,20 @@ def test_bad_inputs_raise():
 
 
 def test_indrnn_forward_matches_loop():
-    p = init_indrnn(jax.random.PRNGKey(0), 5, 3)
+    p = init_indrnn(jax.random.PRNGKey(0), 6, 3)
     X = jax.random.normal(jax.random.PRNGKey(1), (4, 3, 7))
-    h = np.zeros((4, 5))
+    assert np.allclose(indrnn_forward(p, X), 0.0, atol=1e-6)  # pairwise-symmetric init
+    assert set(np.abs(np.asarray(p.u)).tolist()) == {1.5}
+    # break the symmetry of the readout so the comparison below is not 0 == 0
+    p = p._replace(c=jax.random.normal(jax.random.PRNGKey(2), (6,)))
+    h = np.zeros((4, 6))
     for t in range(7):
         h = np.tanh(np.asarray(X[:, :, t]) @ np.asarray(p.W_in).T + np.asarray(p.u) * h)
-    np.testing.assert_allclose(indrnn_forward(p, X), h @ np.asarray(p.c) / np.sqrt(5), rtol=1e-5, atol=1e-6)
-    assert set(np.abs(np.asarray(p.u)).tolist()) == {1.5}
+    ref = h @ np.asarray(p.c) / np.sqrt(6)
+    assert np.max(np.abs(ref)) > 1e-2
+    np.testing.assert_allclose(indrnn_forward(p, X), ref, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        init_indrnn(jax.random.PRNGKey(0), 5, 3)
 
 
 # ---- the chunked training step and the plain PyTorch-autograd baseline (issue 13.5) ----------------
