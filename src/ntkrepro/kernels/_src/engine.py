@@ -1,0 +1,300 @@
+r"""The fast ``kernel_fn``: plan, per-input pass, per-pair pass in row chunks.
+
+For a block :math:`X_1 \times X_2`:
+
+1. **plan** (once per input shape): forward spatial shapes, backward modes (full / diag / none,
+   :mod:`.layers`) from the readout (``none``) to the inputs;
+2. **per-input pass** (jitted, once for :math:`X_1` and once for :math:`X_2`): input masking,
+   :math:`C(x)` through every layer, and each layer's ``aux`` (variances for ReLU / LayerNorm,
+   attention weights :math:`G(x)`, masks, unmasked counts) -- :math:`O(n S^3)` per attention layer;
+3. **per-pair pass** (jitted): :math:`K(x,y), \Theta(x,y)` through every layer for a chunk of
+   ``rows`` inputs of :math:`X_1` against all of :math:`X_2`. ``rows`` is chosen so that the chunk's
+   pair arrays stay under ``memory_budget`` bytes (see :func:`pair_bytes`); the last chunk is padded
+   to the same size, so each input shape compiles once.
+
+The result is what ``stax`` ``kernel_fn(x1, x2, get, mask_constant=...)`` returns: an array for a
+single ``get`` string, else a namedtuple with fields ``get``.
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.kernels._src.layers import Layer, Pair, Plan, Single, fast_inputs, input_pair, input_single
+
+BACKENDS = ("nt", "fast")
+DEFAULT_MEMORY_BUDGET = 512 * 2 ** 20
+#: Inputs with at least this many positions run one XLA computation per layer (see ``pair``).
+SPLIT_MIN_POSITIONS = 32
+
+
+def iter_leaves(model: Layer, plan: Plan):
+    """``(leaf layer, its plan)`` in execution order (through ``serial`` / ``parallel``)."""
+    layers = getattr(model, "layers", None)
+    if layers is None:
+        yield model, plan
+        return
+    for layer, pl in zip(layers, plan.children):
+        yield from iter_leaves(layer, pl)
+
+
+def _leaf_plans(plan: Plan) -> list[Plan]:
+    if not plan.children:
+        return [plan]
+    return [q for c in plan.children for q in _leaf_plans(c)]
+
+
+def _spatial_sizes(shape: Any) -> list[int]:
+    """Sizes of the spatial shapes in a (possibly nested, for branches) shape description."""
+    if shape is None:
+        return [1]
+    if shape and isinstance(shape[0], (tuple, type(None))):
+        return [s for sh in shape for s in _spatial_sizes(sh)]
+    return [int(np.prod(shape)) if shape else 1]
+
+
+def _modes(mode: Any) -> list[str]:
+    return [mode] if isinstance(mode, str) else [m for x in mode for m in _modes(x)]
+
+
+def pair_bytes(plan: Plan, itemsize: int, compute_ntk: bool) -> int:
+    r"""Estimated peak bytes per input pair of the per-pair pass: the largest per-pair array
+    (:math:`S^2` entries in full mode, :math:`S` in diag mode) times ``itemsize`` times 4 live
+    arrays per kernel (input, output, the attention product :math:`G(x)K`, a stencil/ReLU
+    temporary), for NNGP and, if requested, NTK."""
+    largest = 1
+    for leaf in _leaf_plans(plan):
+        for shape, mode in ((leaf.in_shape, leaf.in_mode), (leaf.out_shape, leaf.out_mode)):
+            for s, m in zip(_spatial_sizes(shape), _modes(mode)):
+                largest = max(largest, s * s if m == "full" else s)
+        if "full" in _modes(leaf.in_mode):  # attention's G(x)K is full even for a diag output
+            largest = max(largest, max(_spatial_sizes(leaf.in_shape)) ** 2)
+    return largest * itemsize * 4 * (2 if compute_ntk else 1)
+
+
+class FastKernelFn:
+    r"""``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of a
+    :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
+    docstring). ``memory_budget``: bytes per chunk of pairs; ``rows``: fix the chunk height instead.
+    """
+
+    def __init__(self, model: Layer, *, memory_budget: int = DEFAULT_MEMORY_BUDGET, rows: int | None = None,
+                 split_layers: bool | None = None):
+        self.model = model
+        self.memory_budget = int(memory_budget)
+        self.rows = rows
+        self.split_layers = split_layers
+        self._cache: dict[tuple, tuple[Plan, Callable, Callable]] = {}
+        self._leaf_cache: dict[tuple, tuple[Callable, dict]] = {}
+
+    # -- compilation ---------------------------------------------------------------------------
+    def _compiled(self, in_shape: tuple[int, ...], mask_constant: float | None, compute_ntk: bool):
+        key = (in_shape, None if mask_constant is None else float(mask_constant), compute_ntk)
+        if key in self._cache:
+            return self._cache[key]
+        import jax
+        import jax.numpy as jnp
+
+        spatial = tuple(in_shape[:-1])
+        plan = self.model.plan(spatial or None, "none")
+        if plan.out_shape is not None:
+            raise ValueError("the fast backend needs a model that ends without spatial axes "
+                             "(Flatten / GlobalAvgPool readout)")
+        first = plan.in_mode
+        model = self.model
+
+        spatial_in = bool(spatial)
+        ntk0 = "zero" if compute_ntk else "none"
+
+        def single(x):
+            x, mask = fast_inputs(x, mask_constant)
+            cov = input_single(x, first, spatial_in)
+            _, aux = model.single(Single(cov, mask), plan)
+            return x, aux
+
+        def finish(out: Pair):
+            nngp = out.k[:, 0]
+            if not compute_ntk:
+                return nngp, None
+            return nngp, {"array": lambda: out.k[:, 1], "copy": lambda: nngp,
+                          "zero": lambda: jnp.zeros_like(nngp)}[out.ntk]()
+
+        full = "full" in {m for leaf in _leaf_plans(plan) for m in _modes(leaf.in_mode) + _modes(leaf.out_mode)}
+        split = self.split_layers
+        if split is None:  # per-layer computations pay off for large per-pair arrays only
+            split = full and max(_spatial_sizes(spatial) or [1]) >= SPLIT_MIN_POSITIONS
+        if split:
+            # one XLA computation per layer: XLA's fusion across layers (stencil into ReLU into the
+            # attention operand) produced loops several times slower than the layers run separately
+            first_pair = jax.jit(lambda x1, x2: input_pair(x1, x2, first, spatial_in))
+
+            def pair(x1, x2, aux1, aux2, offset):
+                p0 = Pair(first_pair(x1, x2), ntk0, offset)
+                return finish(model.pair_with(self._run_leaf, p0, aux1, aux2, plan))
+        else:  # small arrays (or diagonal-only models): one computation, one compile
+            pair = jax.jit(lambda x1, x2, aux1, aux2, offset: finish(
+                model.pair(Pair(input_pair(x1, x2, first, spatial_in), ntk0, offset), aux1, aux2, plan)))
+
+        entry = (plan, jax.jit(single), pair)
+        self._cache[key] = entry
+        return entry
+
+    def _run_leaf(self, leaf: Layer, p: Any, aux1: Any, aux2: Any, plan: Plan) -> Any:
+        """Evaluate one leaf layer's pair update as its own jitted XLA computation (cached per
+        layer, plan and NTK status); ``p`` is a :class:`Pair` or a tuple of them (branches)."""
+        import jax
+
+        is_tuple = not isinstance(p, Pair)
+        ins = list(p) if is_tuple else [p]
+        ntks = tuple(q.ntk for q in ins)
+        offset = ins[0].offset
+        key = (id(leaf), plan, ntks, offset is None)
+        if key not in self._leaf_cache:
+            meta: dict[str, Any] = {}
+
+            def step(ks, a1, a2, off):
+                qs = [Pair(k, n, off) for k, n in zip(ks, ntks)]
+                out = leaf.pair(tuple(qs) if is_tuple else qs[0], a1, a2, plan)
+                outs = (out,) if isinstance(out, Pair) else tuple(out)
+                meta["ntk"] = tuple(o.ntk for o in outs)
+                meta["tuple"] = not isinstance(out, Pair)
+                return tuple(o.k for o in outs)
+            self._leaf_cache[key] = (jax.jit(step), meta)
+        fn, meta = self._leaf_cache[key]
+        ks = fn(tuple(q.k for q in ins), aux1, aux2, offset)
+        outs = [Pair(k, n, offset) for k, n in zip(ks, meta["ntk"])]
+        return tuple(outs) if meta["tuple"] else outs[0]
+
+    def profile_layers(self, x1: Any, x2: Any | None = None, get: Sequence[str] = ("nngp", "ntk"),
+                       mask_constant: float | None = None, repeats: int = 3) -> list[dict[str, Any]]:
+        """Time every leaf layer's pair update on the first row chunk of this block (each leaf on
+        its recorded input): ``[{"layer", "in_mode", "out_mode", "pairs", "wall_s", "cpu_s",
+        "memory_bytes"}]`` with the best of ``repeats`` and XLA's buffer sizes (arguments + outputs +
+        temporaries) of the leaf's computation."""
+        import time
+
+        import jax
+
+        recorded: list[tuple] = []
+        run = self._run_leaf
+
+        def recording(leaf, p, a1, a2, plan):
+            out = run(leaf, p, a1, a2, plan)
+            recorded.append((leaf, p, a1, a2, plan))
+            return out
+
+        self._run_leaf = recording  # type: ignore[method-assign]
+        try:
+            budget, self.rows = self.rows, self.rows or self.rows_for(
+                np.shape(x1)[0], np.shape(x1 if x2 is None else x2)[0], np.shape(x1)[1:],
+                np.dtype(getattr(x1, "dtype", np.float32)).itemsize, "ntk" in get)
+            n1 = np.shape(x1)[0]
+            first = x1[: self.rows] if self.rows < n1 else x1
+            jax.block_until_ready(tuple(self(first, x1 if x2 is None and self.rows < n1 else x2, tuple(get),
+                                             mask_constant=mask_constant)))
+        finally:
+            self._run_leaf = run  # type: ignore[method-assign]
+            self.rows = budget
+        rows = []
+        for leaf, p, a1, a2, plan in recorded:
+            ins = [p] if isinstance(p, Pair) else list(p)
+            fn = self._leaf_cache[(id(leaf), plan, tuple(q.ntk for q in ins), ins[0].offset is None)][0]
+            args = (tuple(q.k for q in ins), a1, a2, ins[0].offset)
+            jax.block_until_ready(fn(*args))
+            wall, cpu = [], []
+            for _ in range(repeats):
+                t0, c0 = time.perf_counter(), time.process_time()
+                jax.block_until_ready(fn(*args))
+                wall.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            mem = fn.lower(*args).compile().memory_analysis()
+            rows.append({"layer": type(leaf).__name__, "in_mode": plan.in_mode, "out_mode": plan.out_mode,
+                         "pairs": int(ins[0].k.shape[0] * ins[0].k.shape[3 if ins[0].k.ndim >= 4 else 2]),
+                         "wall_s": min(wall), "cpu_s": min(cpu),
+                         "memory_bytes": int(mem.argument_size_in_bytes + mem.output_size_in_bytes
+                                             + mem.temp_size_in_bytes) if mem is not None else None})
+        return rows
+
+    def plan(self, in_shape: Sequence[int]) -> Plan:
+        """The static plan (modes and shapes per layer) for inputs of shape ``(n, *in_shape)``."""
+        return self._compiled(tuple(in_shape), None, True)[0]
+
+    def rows_for(self, n1: int, n2: int, in_shape: Sequence[int], itemsize: int, compute_ntk: bool) -> int:
+        """Chunk height: ``rows`` if set, else the most rows whose pairs fit ``memory_budget``."""
+        if self.rows:
+            return max(1, min(int(self.rows), n1))
+        per = pair_bytes(self.plan(in_shape), itemsize, compute_ntk)
+        return int(max(1, min(n1, self.memory_budget // max(1, n2 * per))))
+
+    # -- call ------------------------------------------------------------------------------------
+    def __call__(self, x1: Any, x2: Any | None = None, get: str | Sequence[str] | None = ("nngp", "ntk"),
+                 mask_constant: float | None = None, **unused: Any):
+        import jax
+        import jax.numpy as jnp
+
+        single_get = isinstance(get, str)
+        names = (get,) if single_get else tuple(get if get is not None else ("nngp", "ntk"))
+        bad = [g for g in names if g not in ("nngp", "ntk")]
+        if bad:
+            raise ValueError(f"fast backend computes nngp and ntk only, got get={names}")
+        compute_ntk = "ntk" in names
+        x1 = jnp.asarray(x1)
+        sym = x2 is None
+        x2 = x1 if sym else jnp.asarray(x2)
+        if x1.shape[1:] != x2.shape[1:]:
+            raise ValueError(f"x1 and x2 must share trailing shape, got {x1.shape} and {x2.shape}")
+        plan, single, pair = self._compiled(tuple(x1.shape[1:]), mask_constant, compute_ntk)
+        xm1, aux1 = single(x1)
+        xm2, aux2 = (xm1, aux1) if sym else single(x2)
+        n1, n2 = x1.shape[0], x2.shape[0]
+        rows = self.rows_for(n1, n2, x1.shape[1:], x1.dtype.itemsize, compute_ntk)
+        outs_k, outs_t = [], []
+        for start in range(0, n1, rows):
+            idx = np.minimum(np.arange(start, start + rows), n1 - 1)
+            take = (lambda a: a[idx]) if rows < n1 else (lambda a: a)  # noqa: E731
+            offset = jnp.asarray(start, jnp.int32) if sym else None
+            k, t = pair(take(xm1), xm2, jax.tree_util.tree_map(take, aux1), aux2, offset)
+            valid = min(rows, n1 - start)
+            outs_k.append(k[:valid])
+            outs_t.append(None if t is None else t[:valid])
+        nngp = outs_k[0] if len(outs_k) == 1 else jnp.concatenate(outs_k)
+        ntk = None if not compute_ntk else (outs_t[0] if len(outs_t) == 1 else jnp.concatenate(outs_t))
+        res = {"nngp": nngp, "ntk": ntk}
+        if single_get:
+            return res[names[0]]
+        return collections.namedtuple("Kernel", names)(*(res[g] for g in names))
+
+
+def nt_kernel_fn(model: Layer) -> Callable[..., Any]:
+    """The reference: neural-tangents' ``kernel_fn`` of ``model.stax()``, jitted, with the same
+    call signature as :class:`FastKernelFn`."""
+    import jax
+
+    kfn = model.stax()[2]
+    jk = jax.jit(kfn, static_argnames=("get", "mask_constant"))
+
+    def call(x1, x2=None, get=("nngp", "ntk"), mask_constant=None, **kwargs):
+        get = get if isinstance(get, str) or get is None else tuple(get)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Linear scaling attention used")
+            return jk(x1, x2, get=get, mask_constant=mask_constant, **kwargs)
+
+    return call
+
+
+def kernel_fn(model: Layer, backend: str = "fast", **options: Any) -> Callable[..., Any]:
+    """``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of ``model`` computed by
+    ``backend``: ``"nt"`` (neural-tangents ``stax``, the reference) or ``"fast"``
+    (:class:`FastKernelFn`, ``options`` = its keyword arguments)."""
+    if backend == "nt":
+        if options:
+            raise TypeError(f"the nt backend takes no options, got {sorted(options)}")
+        return nt_kernel_fn(model)
+    if backend == "fast":
+        return FastKernelFn(model, **options)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

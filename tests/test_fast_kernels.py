@@ -1,0 +1,299 @@
+"""ntkrepro.kernels.fast: equal to neural-tangents' kernel_fn for the H4 / H6 model families.
+
+Models are the ones the H4 / H6 builders describe (``hron2020.cifar10.build_model``,
+``hron2020.imdb.build_kernel_fn``), read through ``fast.from_stax_builder``: one description, both
+backends. Agreement is the max-abs relative difference ``max|K_fast - K_nt| / max|K_nt|``: <= 1e-5 in
+float32, <= 1e-10 in float64, on blocks of distinct random inputs. On symmetric blocks K(X, X) the
+entries pairing an input with itself are compared separately (see test_symmetric_blocks).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+import yaml
+from jax.experimental import enable_x64
+
+from ntkrepro.kernels import fast
+from ntkrepro.kernels._src import elementwise
+
+ROOT = Path(__file__).resolve().parents[1]
+CFG = {s: yaml.safe_load((ROOT / f"config/{s}.yaml").read_text())["hron2020"] for s in ("smoke", "default", "paper")}
+H4_FAMILIES = ("flatten", "gap", "lap", "vanilla", "struct", "residual")
+ARCH = dict(CFG["default"]["H4"]["arch"])
+C = float(CFG["default"]["H6"]["mask_constant"])
+K9 = int(CFG["default"]["H6"]["filter_size"])
+TOL = {np.float32: 1e-5, np.float64: 1e-10}
+
+
+def _config_depths() -> dict[str, set[int]]:
+    """Every H4 depth and H6 (family, depth) the three configs use."""
+    h4 = set()
+    h6 = {"gap": {0}, "gap_fcn": set(), "cnn_gap": set(), "struct": set()}
+    for c in CFG.values():
+        h4 |= {int(d) for d in c["H4"]["depths"]} | {int(d) for d in (c["H4"].get("final_depth") or {}).values()}
+        h6["gap_fcn"] |= {int(d) for d in c["H6"]["fcn_depths"]}
+        h6["cnn_gap"] |= {int(d) for d in c["H6"]["cnn_depths"]}
+        h6["struct"] |= {int(d) for d in c["H6"]["attention_layers"]}
+    return {"h4": h4, **{f"h6_{k}": v for k, v in h6.items()}}
+
+
+DEPTHS = _config_depths()
+
+
+def rel(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+def h4_model(family: str, depth: int, **arch) -> fast.Layer:
+    from ntkrepro.hron2020.cifar10 import build_model
+
+    return fast.from_stax_builder(build_model, family, depth, {**ARCH, **arch})
+
+
+def h6_model(family: str, depth: int) -> fast.Layer:
+    from ntkrepro.hron2020.imdb import build_kernel_fn
+
+    return fast.from_stax_builder(build_kernel_fn, family, depth, filter_size=K9,
+                                  W_pos_emb_std=float(CFG["default"]["H6"]["W_pos_emb_std"]))
+
+
+def images(n: int, side: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, side, side, 3)).astype(np.float32)
+
+
+def reviews(lengths, array_length: int, seed: int, dim: int = 8) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((len(lengths), array_length, dim)).astype(np.float32)
+    for i, ln in enumerate(lengths):
+        x[i, ln:] = C
+    return x
+
+
+def both(model, x1, x2, dtype, **kw):
+    """(nt, fast) kernels of the block in ``dtype`` (float64 inside enable_x64)."""
+    get = ("nngp", "ntk")
+    if dtype == np.float64:
+        with enable_x64():
+            a = fast.kernel_fn(model, "nt")(x1.astype(dtype), None if x2 is None else x2.astype(dtype), get, **kw)
+            b = fast.kernel_fn(model, "fast")(x1.astype(dtype), None if x2 is None else x2.astype(dtype), get, **kw)
+            return ({g: np.asarray(getattr(a, g)) for g in get}, {g: np.asarray(getattr(b, g)) for g in get})
+    a = fast.kernel_fn(model, "nt")(x1, x2, get, **kw)
+    b = fast.kernel_fn(model, "fast")(x1, x2, get, **kw)
+    return ({g: np.asarray(getattr(a, g)) for g in get}, {g: np.asarray(getattr(b, g)) for g in get})
+
+
+def assert_equal_to_nt(model, x1, x2, **kw):
+    for dtype in (np.float32, np.float64):
+        ref, got = both(model, x1, x2, dtype, **kw)
+        for g in ref:
+            assert got[g].dtype == dtype
+            assert rel(got[g], ref[g]) <= TOL[dtype], (g, dtype, rel(got[g], ref[g]))
+
+
+# --------------------------------------------------------------------------------------------
+# elementwise pieces
+
+
+def test_atan2_matches_numpy_to_the_last_bits():
+    rng = np.random.default_rng(0)
+    y = np.abs(rng.standard_normal(20000)) * 10.0 ** rng.uniform(-8, 3, 20000)
+    x = rng.standard_normal(20000) * 10.0 ** rng.uniform(-8, 3, 20000)
+    y[:4], x[:4] = 0.0, [0.0, 1.0, -1.0, 0.0]
+    y[3] = 2.0
+    want = np.arctan2(y, x)
+    want[0] = np.pi / 2  # neural-tangents' fill value at (0, 0)
+    with enable_x64():
+        got = np.asarray(jax.jit(elementwise.atan2_nonneg)(y, x))
+    np.testing.assert_allclose(got, want, rtol=4e-16, atol=0)
+    got32 = np.asarray(jax.jit(elementwise.atan2_nonneg)(y.astype(np.float32), x.astype(np.float32)))
+    np.testing.assert_allclose(got32, want, rtol=3e-7, atol=1e-38)
+
+
+def test_relu_kernel_is_the_arc_cosine_kernel_and_exact_on_coincident_entries():
+    rng = np.random.default_rng(1)
+    v1, v2 = rng.uniform(0.5, 2, 500), rng.uniform(0.5, 2, 500)
+    c = rng.uniform(-1, 1, 500) * np.sqrt(v1 * v2)
+    th = np.arccos(c / np.sqrt(v1 * v2))
+    want = np.sqrt(v1 * v2) * (np.sin(th) + (np.pi - th) * np.cos(th)) / (2 * np.pi)
+    with enable_x64():
+        k, ds = (np.asarray(a) for a in elementwise.relu_kernel(c, v1 * v2))
+    np.testing.assert_allclose(k, want, rtol=1e-12, atol=1e-15)  # reference cancels near theta = pi
+    np.testing.assert_allclose(ds, (np.pi - th) / (2 * np.pi), rtol=1e-13)
+    # a position with itself: correlation 1, theta = 0 exactly even when c^2 != v1 v2 by rounding
+    v = np.float32(1.3)
+    c_rounded = np.nextafter(v, np.float32(0))
+    _, ds = elementwise.relu_kernel(np.array([c_rounded]), np.array([v * v]), np.array([True]))
+    assert float(ds[0]) == 0.5
+
+
+# --------------------------------------------------------------------------------------------
+# H4 (CIFAR-10 families)
+
+
+@pytest.mark.parametrize("family", H4_FAMILIES)
+def test_h4_families_equal_neural_tangents(family):
+    assert_equal_to_nt(h4_model(family, 1), images(2, 4, 0), images(3, 4, 1))
+
+
+def test_h4_softmax_attention_equals_neural_tangents():
+    assert_equal_to_nt(h4_model("struct", 1, attention_mechanism="SOFTMAX", W_qk_std=0.7), images(2, 4, 2),
+                       images(2, 4, 3))
+
+
+def _h4_slow_cases():
+    cases = [(f, d, {}) for f in H4_FAMILIES for d in sorted(DEPTHS["h4"] - {1})]
+    cases += [(f, 1, {"attention_mechanism": m, "W_qk_std": 0.7}) for f in ("vanilla", "residual")
+              for m in ("SOFTMAX", "RELU", "ABS")]
+    cases += [("struct", 1, {"attention_mechanism": m, "W_qk_std": 0.7}) for m in ("RELU", "ABS")]
+    cases += [("lap", d, {"lap_window": int(CFG["paper"]["H4"]["arch"]["lap_window"])}) for d in (1, 2)]
+    return cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,depth,arch", _h4_slow_cases())
+def test_h4_every_config_depth_and_mechanism_equals_neural_tangents(family, depth, arch):
+    """All depths the smoke/default/paper configs use (incl. the paper's final depth 8), every
+    attention mechanism, and the paper's LAP window 4 (on 8x8 inputs)."""
+    side = 8 if "lap_window" in arch else 4
+    assert_equal_to_nt(h4_model(family, depth, **arch), images(2, side, 4), images(2, side, 5))
+
+
+# --------------------------------------------------------------------------------------------
+# H6 (IMDb families, masked variable-length reviews)
+
+
+def _h6_inputs(depth_convs: int, seed: int):
+    margin = (K9 - 1) // 2 * max(depth_convs, 1)
+    L = 20
+    return (reviews([20, 14, 9], L + margin, seed), reviews([17, 20], L + margin, seed + 1))
+
+
+@pytest.mark.parametrize("family,depth", [("gap", 0), ("gap_fcn", 1), ("cnn_gap", 1), ("struct", 1)])
+def test_h6_families_equal_neural_tangents_with_masking(family, depth):
+    x1, x2 = _h6_inputs(depth if family == "cnn_gap" else 1, 10)
+    assert_equal_to_nt(h6_model(family, depth), x1, x2, mask_constant=C)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family,depth", [(f, d) for key, f in (("h6_gap_fcn", "gap_fcn"), ("h6_cnn_gap", "cnn_gap"),
+                                                                  ("h6_struct", "struct"))
+                                          for d in sorted(DEPTHS[key]) if d != 1])
+def test_h6_every_config_depth_equals_neural_tangents(family, depth):
+    x1, x2 = _h6_inputs(depth if family == "cnn_gap" else 1, 20 + depth)
+    assert_equal_to_nt(h6_model(family, depth), x1, x2, mask_constant=C)
+
+
+def test_padded_and_unpadded_copies_of_a_review_give_the_same_kernel():
+    """The same reviews with 4 (the conv's margin) or 30 trailing masked positions: equal kernels,
+    in both backends, and equal to each other."""
+    short = reviews([20, 11, 6], 24, 30)
+    long = np.concatenate([short, np.full((3, 26, short.shape[2]), C, np.float32)], axis=1)
+    other = reviews([13, 20], 24, 31)
+    other_long = np.concatenate([other, np.full((2, 26, other.shape[2]), C, np.float32)], axis=1)
+    for family, depth in (("struct", 1), ("cnn_gap", 1), ("gap_fcn", 1)):
+        model = h6_model(family, depth)
+        kf = fast.kernel_fn(model, "fast")
+        a = kf(short, other, ("nngp", "ntk"), mask_constant=C)
+        b = kf(long, other_long, ("nngp", "ntk"), mask_constant=C)
+        ref = fast.kernel_fn(model, "nt")(long, other_long, ("nngp", "ntk"), mask_constant=C)
+        for g in ("nngp", "ntk"):
+            assert rel(getattr(b, g), getattr(a, g)) <= 1e-6, (family, g)
+            assert rel(getattr(b, g), getattr(ref, g)) <= 1e-5, (family, g)
+
+
+# --------------------------------------------------------------------------------------------
+# symmetric blocks, symmetry, PSD
+
+
+@pytest.mark.parametrize("model_fn,x,kw", [
+    (lambda: h4_model("flatten", 2), images(4, 4, 40), {}),
+    (lambda: h4_model("struct", 1), images(4, 4, 41), {}),
+    (lambda: h6_model("struct", 1), reviews([20, 15, 9, 20], 24, 42), {"mask_constant": C}),
+])
+def test_symmetric_blocks(model_fn, x, kw):
+    """K(X, X): entries of distinct inputs equal neural-tangents to 1e-5 / 1e-10. Entries of an
+    input with itself: the ReLU angle at correlation 1 is ill-conditioned; neural-tangents computes
+    it from rounded c^2 vs v1 v2 (error ~sqrt(eps)), the fast backend uses the exact theta = 0. There
+    fast agrees with neural-tangents to the latter's own error (1e-4 / 1e-7), and fast in float32
+    agrees with neural-tangents in float64 to 1e-5 (neural-tangents in float32 does not). The fast
+    kernel is symmetric and positive semi-definite."""
+    model = model_fn()
+    off = ~np.eye(x.shape[0], dtype=bool)
+    res = {}
+    for dtype in (np.float32, np.float64):
+        ref, got = both(model, x, None, dtype, **kw)
+        res[dtype] = (ref, got)
+        for g in ref:
+            scale = np.max(np.abs(ref[g]))
+            assert np.max(np.abs(got[g] - ref[g])[off]) / scale <= TOL[dtype], (g, dtype)
+            assert np.max(np.abs(np.diag(got[g]) - np.diag(ref[g]))) / scale <= {np.float32: 1e-4, np.float64: 1e-7}[dtype]
+            assert np.max(np.abs(got[g] - got[g].T)) / scale <= 10 * np.finfo(dtype).eps
+            eig = np.linalg.eigvalsh((got[g] + got[g].T).astype(np.float64) / 2)
+            assert eig.min() >= -100 * np.finfo(dtype).eps * eig.max(), (g, dtype, eig.min())
+    nt64 = res[np.float64][0]
+    fast32 = res[np.float32][1]
+    for g in nt64:
+        assert rel(fast32[g], nt64[g]) <= 1e-5, g
+
+
+# --------------------------------------------------------------------------------------------
+# engine: chunking, API
+
+
+def test_row_chunks_and_per_layer_computations_give_the_same_kernel():
+    model = h4_model("residual", 1)
+    x1 = images(5, 4, 50)
+    whole = fast.kernel_fn(model, "fast")(x1, None)
+    for rows, split in ((1, False), (2, True), (3, None)):  # split: one XLA computation per layer
+        chunked = fast.kernel_fn(model, "fast", rows=rows, split_layers=split)(x1, None)
+        for g in ("nngp", "ntk"):
+            assert rel(getattr(chunked, g), getattr(whole, g)) <= 1e-6
+    tiny_budget = fast.kernel_fn(model, "fast", memory_budget=1)
+    assert tiny_budget.rows_for(5, 5, x1.shape[1:], 4, True) == 1
+
+
+def test_one_description_builds_both_backends():
+    from ntkrepro.hron2020.cifar10 import build_model
+
+    model = h4_model("struct", 1)
+    assert isinstance(model, fast.Layer)
+    init_fn, apply_fn, kernel_fn = model  # unpacks like the stax triple
+    x = images(2, 4, 60)
+    direct = build_model("struct", 1, ARCH)[2](x, None, ("nngp", "ntk"))
+    via_model = kernel_fn(x, None, ("nngp", "ntk"))
+    np.testing.assert_array_equal(np.asarray(via_model.nngp), np.asarray(direct.nngp))
+    single = fast.kernel_fn(model, "fast")(x, None, "nngp")
+    assert single.shape == (2, 2)
+    only_ntk = fast.kernel_fn(model, "fast")(x, None, ("ntk",))
+    assert only_ntk._fields == ("ntk",)
+    nngp_only = fast.kernel_fn(model, "fast")(x, images(3, 4, 61), "nngp")
+    assert rel(nngp_only, fast.kernel_fn(model, "nt")(x, images(3, 4, 61), "nngp")) <= 1e-5
+    with pytest.raises(ValueError):
+        fast.kernel_fn(model, "jax")
+
+
+def test_unsupported_layers_fail_loudly_in_the_fast_backend():
+    x = images(2, 4, 70)
+    bad = [fast.serial(fast.GlobalSelfAttention(8, 8, 8, 1, linear_scaling=False), fast.Flatten()),
+           fast.serial(fast.Conv(8, (3, 3), strides=(2, 2), padding="SAME"), fast.Flatten()),
+           fast.serial(fast.GlobalSelfAttention(8, 8, 8, 1, pos_emb_type="CONCAT"), fast.Flatten()),
+           fast.serial(fast.Conv(8, (3, 3), padding="SAME"))]  # no readout
+    for model in bad:
+        with pytest.raises((NotImplementedError, ValueError)):
+            fast.kernel_fn(model, "fast")(x, None)
+
+
+def test_flop_count_of_a_diagonal_attention_model():
+    model = h4_model("struct", 1)
+    s, c = 16, 3
+    fl = fast.flop_count(model, (4, 4, c))
+    attention = 2 * (2 * s ** 3 + 2 * s ** 2)  # diagonal output (LayerNorm/Flatten follow), 2 kernels
+    conv = 2 * 9 * s * s
+    assert fl["attention"] == attention
+    assert fl["total"] == 2 * c * s * s + conv + attention
+    assert math.isclose(fast.flop_count(h4_model("flatten", 1), (4, 4, c))["total"], 2 * c * s + 2 * 9 * s)
