@@ -80,7 +80,8 @@ def _fmt(iv: Interval) -> str:
 # default numbers are from the baseline run of that commit, the smoke ones from its smoke run.
 PREVIOUS: dict[str, dict[str, str]] = {
     "A1": {
-        "default": ('BASELINE_A1_DEFAULT'),
+        "default": ('reproduced; project teacher; final-loss slope -0.464 [-0.524, -0.363], approx_error -0.462 '
+                    '[-0.557, -0.352], lin_error -0.534 [-0.551, -0.511] (all consistent)'),
         "smoke": ('not_reproduced; project teacher; final-loss slope -0.137 [-0.226, -0.063] (refuted), '
                   'approx_error -0.368 [-0.488, -0.282], lin_error -0.521 [-0.578, -0.516] (both consistent)'),
     },
@@ -96,12 +97,13 @@ PREVIOUS: dict[str, dict[str, str]] = {
         "smoke": ('reproduced; project teacher, one per T; slope -0.081 [-0.190, 0.005] over T = 4, 8, 32'),
     },
     "A4": {
-        "default": ('BASELINE_A4_DEFAULT'),
+        "default": ('inconclusive; i.i.d. IndRNN init; transformer Delta 0.054 [-0.122, 0.190], IndRNN Delta 0.334 '
+                    '[0.199, 0.478], IndRNN grad-norm slope 0.807 [0.490, 1.121]'),
         "smoke": ('inconclusive; transformer Delta -0.093 [-0.658, 0.472], IndRNN Delta 0.129 [-0.387, '
                   '0.644], IndRNN grad-norm slope 0.836 [0.292, 1.102]'),
     },
     "A5": {
-        "default": ('BASELINE_A5_DEFAULT'),
+        "default": ('reproduced; attention share 0.272 (m=8) .. 0.287 (m=512); slope 0.012 [-0.005, 0.035]'),
         "smoke": ('reproduced; attention share 0.316 (m=8) .. 0.289 (m=128); slope -0.032 [-0.068, -0.003]'),
     },
 }
