@@ -9,11 +9,11 @@
 # ---
 
 # %% [markdown]
-# # F2 (seed 000, Sec. 4.4): finite-width deviation of the transformer NTK vs width
-# Plotting only: numbers from `results/framework/F2_deviation.json` (`ntkrepro.framework.deviation.run_f2`).
+# # F2 (seed 000, Sec. 4.4-4.5.1): kernel regime vs width -- trained network vs its linearised model
+# Plotting only: numbers from `results/framework/F2_kernel_regime.json` (`ntkrepro.framework.kernel_regime.run_f2`).
 
 # %% tags=["parameters"]
-results = ["results/framework/F2_deviation.json"]
+results = ["results/framework/F2_kernel_regime.json"]
 png = "results/figures/framework_F2_deviation.png"
 pdf = "results/figures/framework_F2_deviation.pdf"
 scale = "default"
@@ -22,33 +22,60 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.framework.claims import F2_AGREE_TOL, evaluate_f2
+from ntkrepro.framework.claims import F2_MARGIN, evaluate_f2
 from ntkrepro.io import read_json
 from ntkrepro.plotting import save_figure, set_theme
 
 set_theme()
 res = read_json(results[0])
+ev = evaluate_f2({"F2_kernel_regime": res}, scale)
 w = np.array(res["widths"], float)
-dev = np.array(res["rel_deviation"], float)
-ev = evaluate_f2({"F2_deviation": res}, scale)
-slope = ev.measured["slope_vs_width"]
+prim = res["primary_activation"]
+d = res["by_activation"][prim]
+M = ev.measured
+
+
+def seeds_and_mean(ax, vals, color, label, center=np.mean):
+    vals = np.array(vals, float)
+    for j in range(vals.shape[1]):
+        ax.scatter(w, vals[:, j], s=8, color=color, alpha=0.35)
+    c = center(vals, 1)
+    ax.plot(w, c, "o-", color=color, label=label)
+    return c
+
 
 # %%
-fig, ax = plt.subplots(figsize=(6.5, 4.2))
-for j in range(dev.shape[1]):
-    ax.scatter(w, dev[:, j], s=10, color="C0", alpha=0.4, label="one initialisation" if j == 0 else None)
-med = np.median(dev, 1)
-ax.plot(w, med, "o-", color="C0", label="median over seeds")
-ax.plot(w, med[0] * (w / w[0]) ** slope.value, "k--", lw=1,
-        label=f"fit: slope {slope.value:.2f} [{slope.low:.2f}, {slope.high:.2f}]")
-ax.plot(w, med[0] * (w / w[0]) ** -1.0, ":", color="C3", label="claimed O(1/W)")
-ax.plot(w, med[0] * (w / w[0]) ** -0.5, ":", color="0.4", label="W^-1/2 (CLT)")
-ax.axhline(F2_AGREE_TOL, color="C2", lw=1, ls="--", label="5% agreement level")
-ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="||Theta_W - Theta_inf||_F / ||Theta_inf||_F",
-       title=f"F2: NTK deviation vs width -- verdict: {ev.verdict.value}")
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+ax = axes[0]
+g = seeds_and_mean(ax, d["gap"], "C0", f"gap, train+test ({prim}; seed mean)")
+s = M["gap_slope_vs_width"]
+ax.plot(w, g[0] * (w / w[0]) ** s.value, "k--", lw=1, label=f"fit: slope {s.value:.2f} [{s.low:.2f}, {s.high:.2f}]")
+ax.fill_between(w, g[0] * (w / w[0]) ** F2_MARGIN[0], g[0] * (w / w[0]) ** F2_MARGIN[1], color="C3", alpha=0.12,
+                label=f"margin: slope in [{F2_MARGIN[0]}, {F2_MARGIN[1]}]")
+ax.plot(w, np.mean(d["gap_test"], 1), "^:", color="C0", ms=4, label="test inputs only")
+for act in res["activations"]:
+    if act != prim:
+        ax.plot(w, np.mean(res["by_activation"][act]["gap"], 1), "s-", color="C4", ms=4, label=f"{act} variant")
+ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="||f_T - f_T^lin|| / ||f_T^lin - f_0||",
+       title="trained network vs linearised model")
 ax.legend(fontsize=7)
-rows = [[str(int(a)), f"{m:.3f}"] for a, m in zip(w, med)]
-tab = ax.table(cellText=rows, colLabels=["W", "median dev."], loc="lower left", bbox=[0.02, 0.02, 0.28, 0.06 * (len(rows) + 1)])
+ax = axes[1]
+seeds_and_mean(ax, d["init_dev_sq"], "C1", f"E ||Th_0 - Th_inf||^2/||Th_inf||^2 (slope {M['init_dev_sq_mean_slope'].value:.2f})")
+seeds_and_mean(ax, d["ntk_rel_change"], "C2", f"||Th_T - Th_0||/||Th_0|| (slope {M['ntk_movement_slope'].value:.2f})")
+ax.plot(w, np.mean(d["init_dev_sq"], 1)[0] * w[0] / w, ":", color="0.4", label="W^-1")
+ax.set(xscale="log", yscale="log", xlabel="width W", title="secondary: initial NTK deviation, NTK movement")
+ax.legend(fontsize=7)
+ax = axes[2]
+m = seeds_and_mean(ax, d["init_dev"], "C5", "one draw (median over seeds)", center=np.median)
+sd = M["single_draw_init_dev_slope"]
+ax.plot(w, m[0] * (w / w[0]) ** -0.5, ":", color="0.4", label="W^-1/2 (fluctuation)")
+ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="||Th_0 - Th_inf|| / ||Th_inf||",
+       title=f"context: single-draw deviation, slope {sd.value:.2f} [{sd.low:.2f}, {sd.high:.2f}]")
+ax.legend(fontsize=7)
+rows = [[str(int(a)), f"{b:.4f}"] for a, b in zip(w, g)]
+tab = axes[0].table(cellText=rows, colLabels=["W", "mean gap"], loc="lower left",
+                    bbox=[0.02, 0.02, 0.3, 0.055 * (len(rows) + 1)])
 tab.set_fontsize(7)
+fig.suptitle(f"F2: O(1/W) kernel regime -- verdict: {ev.verdict.value}")
 fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)

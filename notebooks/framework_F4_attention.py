@@ -9,11 +9,11 @@
 # ---
 
 # %% [markdown]
-# # F4 (seed 000, Sec. 4.3, 4.5.2): attention patterns of trained blocks vs NTK eigenvectors
-# Plotting only: numbers from `results/framework/F6_training.json` (`ntkrepro.framework.training.run_f6`).
+# # F4 (seed 000, Sec. 4.3, 4.5.2): attention patterns of trained blocks vs NTK eigenvectors, per sequence
+# Plotting only: numbers from `results/framework/F4_attention.json` (`ntkrepro.framework.training.run_f4`).
 
 # %% tags=["parameters"]
-results = ["results/framework/F6_training.json"]
+results = ["results/framework/F4_attention.json"]
 png = "results/figures/framework_F4_attention.png"
 pdf = "results/figures/framework_F4_attention.pdf"
 scale = "default"
@@ -28,28 +28,31 @@ from ntkrepro.plotting import save_figure, set_theme
 
 set_theme()
 res = read_json(results[0])
-ev = evaluate_f4({"F6_training": res}, scale)
+ev = evaluate_f4({"F4_attention": res}, scale)
 w = np.array(res["widths"], float)
-corr = np.array(res["attention_ntk_corr"], float)
+corr = np.array(res["corr"], float)            # (widths, seeds, test sequences)
+corr0 = np.array(res["corr_init"], float)
 slope = ev.measured["corr_slope_per_doubling"]
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
 ax = axes[0]
-for j in range(corr.shape[1]):
-    ax.scatter(w, corr[:, j], s=10, color="C0", alpha=0.5)
-med = np.median(corr, 1)
-ax.plot(w, med, "o-", color="C0", label="median over seeds")
-ax.plot(w, med[0] + slope.value * np.log2(w / w[0]), "k--", lw=1,
+per_seed = corr.mean(2)
+for j in range(per_seed.shape[1]):
+    ax.scatter(w, per_seed[:, j], s=8, color="C0", alpha=0.35)
+mean = corr.mean((1, 2))
+ax.plot(w, mean, "o-", color="C0", label="trained (mean over seeds, sequences)")
+ax.plot(w, mean[0] + slope.value * np.log2(w / w[0]), "k--", lw=1,
         label=f"fit: {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}] per doubling")
-ax.plot(w, np.median(np.array(res["attention_teacher_corr"]), 1), "s:", color="C2", label="corr. with teacher attention")
-ax.set(xscale="log", xlabel="width W", ylabel="Pearson r", title="attention vs NTK top-k reconstruction")
+ax.plot(w, corr0.mean((1, 2)), "s:", color="C1", label="untrained attention")
+ax.plot(w, np.mean(res["corr_teacher"], (1, 2)), "^:", color="C2", label="trained vs teacher pattern")
+ax.set(xscale="log", xlabel="width W", ylabel="off-diagonal Pearson r", title="per-sequence attention vs NTK top-k")
 ax.legend(fontsize=7)
-for ax, (m, title) in zip(axes[1:], [(res["ntk_reference_topk"], f"NTK rank-{res['params']['topk']} reconstruction"),
-                                    (res["attention_seed0"][0], f"trained attention, W = {int(w[0])}"),
-                                    (res["attention_seed0"][-1], f"trained attention, W = {int(w[-1])}")]):
+for ax, (m, title) in zip(axes[1:], [(res["ntk_reference_seed0_mean"], f"NTK rank-{res['params']['topk']} reconstruction"),
+                                    (res["attention_seed0_mean"][0], f"trained attention, W = {int(w[0])}"),
+                                    (res["attention_seed0_mean"][-1], f"trained attention, W = {int(w[-1])}")]):
     im = ax.imshow(np.array(m), cmap="viridis")
-    ax.set(title=title, xlabel="key position t", ylabel="query position s")
+    ax.set(title=title + "\n(seed 0, mean over test sequences)", xlabel="key position t", ylabel="query position s")
     fig.colorbar(im, ax=ax, fraction=0.046)
 fig.suptitle(f"F4: attention patterns vs NTK eigenvectors -- verdict: {ev.verdict.value}")
 fig.tight_layout(rect=(0, 0.05, 1, 1))

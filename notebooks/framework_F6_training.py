@@ -9,11 +9,12 @@
 # ---
 
 # %% [markdown]
-# # F6 (seed 000, Sec. 4.4-4.5): NTK movement during training vs width; effective rank vs test loss
-# Plotting only: numbers from `results/framework/F6_training.json` (`ntkrepro.framework.training.run_f6`).
+# # F6 (seed 000, Sec. 4.4, 4.5.3): NTK movement vs width; NTK effective rank vs loss-vs-width scaling across variants
+# Plotting only: numbers from `results/framework/F2_kernel_regime.json` (`ntkrepro.framework.kernel_regime.run_f2`)
+# and `results/framework/F6_variants.json` (`ntkrepro.framework.training.run_f6`).
 
 # %% tags=["parameters"]
-results = ["results/framework/F6_training.json"]
+results = ["results/framework/F2_kernel_regime.json", "results/framework/F6_variants.json"]
 png = "results/figures/framework_F6_training.png"
 pdf = "results/figures/framework_F6_training.pdf"
 scale = "default"
@@ -22,41 +23,47 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.framework.claims import evaluate_f6
+from ntkrepro.framework.claims import evaluate_f6, f6_variant_summary
 from ntkrepro.io import read_json
 from ntkrepro.plotting import save_figure, set_theme
 
 set_theme()
-res = read_json(results[0])
-ev = evaluate_f6({"F6_training": res}, scale)
-w = np.array(res["widths"], float)
-ch = np.array(res["ntk_rel_change"], float)
-slope = ev.measured["ntk_change_slope_vs_width"]
-rho = ev.measured["spearman_effrank_vs_test_loss"]
+kr, var = (read_json(p) for p in results)
+ev = evaluate_f6({"F2_kernel_regime": kr, "F6_variants": var}, scale)
+M = ev.measured
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
 ax = axes[0]
-for j in range(ch.shape[1]):
-    ax.scatter(w, ch[:, j], s=10, color="C0", alpha=0.5)
-med = np.median(ch, 1)
-ax.plot(w, med, "o-", color="C0", label="median over seeds")
-ax.plot(w, med[0] * (w / w[0]) ** slope.value, "k--", lw=1,
-        label=f"fit: slope {slope.value:.2f} [{slope.low:.2f}, {slope.high:.2f}]")
+kw = np.array(kr["widths"], float)
+mv = np.array(kr["by_activation"][kr["primary_activation"]]["ntk_rel_change"], float)
+for j in range(mv.shape[1]):
+    ax.scatter(kw, mv[:, j], s=8, color="C0", alpha=0.35)
+m = mv.mean(1)
+s = M["ntk_movement_slope_vs_width"]
+ax.plot(kw, m, "o-", color="C0", label="seed mean")
+ax.plot(kw, m[0] * (kw / kw[0]) ** s.value, "k--", lw=1, label=f"fit: slope {s.value:.2f} [{s.low:.2f}, {s.high:.2f}]")
 ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="||Theta_T - Theta_0|| / ||Theta_0||",
-       title="NTK change over training")
+       title=f"(i) NTK movement during training ({kr['primary_activation']} block)")
 ax.legend(fontsize=7)
 ax = axes[1]
-for i, c in enumerate(res["loss_curves_seed0"]):
-    ax.plot(np.linspace(0, res["params"]["steps"], len(c)), c, label=f"W = {int(w[i])}")
-ax.set(yscale="log", xlabel="step", ylabel="training MSE", title="training curves (seed 0)")
-ax.legend(fontsize=7)
+w = np.array(var["widths"], float)
+for i, name in enumerate(var["variants"]):
+    loss = np.array(var["test_loss"][name], float)
+    e = M[f"exponent_{name}"]
+    ax.errorbar(w * (1 + 0.03 * i), loss.mean(1), yerr=loss.std(1, ddof=1) / np.sqrt(loss.shape[1]), fmt="o-", ms=3,
+                capsize=2, label=f"{name}: e = {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]")
+ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="test MSE (seed mean +- s.e.)",
+       title="(ii) loss vs width per variant")
+ax.legend(fontsize=6)
 ax = axes[2]
-for i in range(len(w)):
-    ax.scatter(res["eff_rank_init"][i], res["test_loss"][i], s=14, label=f"W = {int(w[i])}")
-ax.set(xlabel="effective rank of Theta_0 (probe set)", ylabel="test MSE",
-       title=f"Spearman {rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]")
-ax.legend(fontsize=7)
-fig.suptitle(f"F6: kernel regime vs width -- verdict: {ev.verdict.value}")
+exps, ranks = f6_variant_summary(var, w)
+for name, e, r in zip(var["variants"], exps, ranks):
+    ax.scatter(r, -e, s=25)
+    ax.annotate(name, (r, -e), fontsize=7, xytext=(3, 3), textcoords="offset points")
+rho, t = M["spearman_rank_vs_scaling_gain"], M["permutation_test"]
+ax.set(xlabel=f"NTK effective rank over positions at W = {M['reference_width']}", ylabel="scaling gain -e",
+       title=f"Spearman {rho.value:.2f}, seed interval [{rho.low:.2f}, {rho.high:.2f}], exact p(>0) = {t['p_greater']:.3f}")
+fig.suptitle(f"F6: kernel regime and scaling across architecture variants -- verdict: {ev.verdict.value}")
 fig.tight_layout(rect=(0, 0.05, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=kr["provenance"], substitutes=ev.substitutes)

@@ -18,6 +18,8 @@ SPECS = [
                      ffn_mult=0, layernorm=False),
     models.BlockSpec(width=16, n_heads=4, attention="NONE", ffn_mult=2),
     models.BlockSpec(width=16, n_heads=2, qk_std=0.5, ffn_mult=0),
+    models.BlockSpec(width=16, n_heads=2, activation="gelu"),
+    models.BlockSpec(width=16, n_heads=2, activation="gelu", layernorm=False, attention="IDENTITY"),
 ]
 
 
@@ -98,6 +100,8 @@ def test_invalid_specs_and_causal_stax_raise():
         models.BlockSpec(width=10, n_heads=4)
     with pytest.raises(ValueError, match="attention"):
         models.BlockSpec(attention="RELU")
+    with pytest.raises(ValueError, match="activation"):
+        models.BlockSpec(activation="tanh")
     with pytest.raises(ValueError, match="residual"):
         models.BlockSpec(embed=False, residual=True)
     with pytest.raises(ValueError, match=r"\(N, S, d\)"):
@@ -122,3 +126,19 @@ def test_position_ntk_is_the_diagonal_of_the_full_ntk():
         full = np.asarray(models.fast_ntk_fn(spec)(p, x))
         pos = np.asarray(models.fast_position_ntk_fn(spec)(p, x))
         np.testing.assert_allclose(pos, np.einsum("aast->ast", full), rtol=1e-10, atol=1e-12)
+
+
+def test_draw_params_shapes_distribution_and_determinism():
+    spec = models.BlockSpec(width=32, n_heads=4, activation="gelu")
+    x = jnp.asarray(_x(dtype=np.float32))
+    p = models.draw_params(spec, x.shape, [(0, 32, 0), (0, 32, 1)])
+    own = spec.flax().init(jax.random.PRNGKey(0), x)["params"]
+    assert jax.tree.structure(p) == jax.tree.structure(own)
+    for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(own)):
+        assert a.shape == (2,) + b.shape and a.dtype == jnp.float32
+    flat = np.concatenate([np.asarray(a).ravel() for a in jax.tree.leaves(p)])
+    assert abs(flat.mean()) < 0.02 and abs(flat.std() - 1) < 0.02
+    again = models.draw_params(spec, x.shape, [(0, 32, 1)])
+    for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(again)):
+        np.testing.assert_array_equal(np.asarray(a)[1], np.asarray(b)[0])
+    assert not np.allclose(np.asarray(jax.tree.leaves(p)[0])[0], np.asarray(jax.tree.leaves(p)[0])[1])

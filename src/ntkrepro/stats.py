@@ -470,3 +470,63 @@ def stratified_spearman_ci(x: Sequence[float], y: Sequence[float], strata: Seque
 def ks_distance(samples: Sequence[float] | np.ndarray, cdf: str | Callable = "norm", args: tuple = ()) -> float:
     """Kolmogorov-Smirnov distance of ``samples`` to ``cdf`` (``scipy.stats.kstest``)."""
     return float(_st.kstest(np.asarray(samples, float), cdf, args=args).statistic)
+
+
+# --------------------------------------------------------------------------------------------
+# Exact test of a rank correlation across few units
+
+
+@dataclass(frozen=True)
+class CorrelationTest:
+    """A permutation test of a rank correlation between paired units (one-sided both ways)."""
+
+    test: str
+    n: int
+    statistic: float
+    p_greater: float
+    p_less: float
+    alpha: float = 0.05
+
+    @property
+    def status(self) -> Status:
+        """HOLDS if ``p_greater < alpha`` (positive association); REFUTED if ``p_less < alpha``; else UNDECIDED."""
+        if self.p_greater < self.alpha:
+            return Status.HOLDS
+        return Status.REFUTED if self.p_less < self.alpha else Status.UNDECIDED
+
+    def as_dict(self) -> dict[str, float | str | int]:
+        return {"test": self.test, "n": self.n, "statistic": float(self.statistic), "p_greater": float(self.p_greater),
+                "p_less": float(self.p_less), "alpha": self.alpha, "status": self.status.value}
+
+
+def spearman_permutation_test(x: Sequence[float], y: Sequence[float], *, alpha: float = 0.05,
+                              n_resamples: int = 50000, seed: int = 0) -> CorrelationTest:
+    r"""Permutation test of Spearman's :math:`\rho(x, y)` over the pairings of few units
+    (``scipy.stats.permutation_test``, ``permutation_type='pairings'``).
+
+    Exact -- all :math:`n!` pairings -- when :math:`n! \le` ``n_resamples`` (:math:`n \le 8` by
+    default), Monte Carlo otherwise. With :math:`n` units the smallest attainable one-sided p-value
+    is :math:`1/n!` (e.g. 1/24 for four units), so few units can decide only a near-perfect ordering.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"need two 1-D arrays of equal length, got {x.shape} and {y.shape}")
+    rho = spearman(x, y)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return CorrelationTest("Spearman permutation", int(x.size), rho, 1.0, 1.0, alpha)
+
+    def stat(a, axis=-1):
+        ra = _st.rankdata(a, axis=axis)
+        ry = _st.rankdata(y)
+        ra = ra - ra.mean(axis=axis, keepdims=True)
+        ry = ry - ry.mean()
+        return (ra * ry).sum(axis=axis) / np.sqrt((ra ** 2).sum(axis=axis) * (ry ** 2).sum())
+
+    out = {}
+    for alt in ("greater", "less"):
+        res = _st.permutation_test((x,), stat, permutation_type="pairings", alternative=alt,
+                                   n_resamples=n_resamples, random_state=seed, vectorized=True)
+        out[alt] = float(res.pvalue)
+    exact = float(np.prod(np.arange(1, x.size + 1, dtype=float))) <= n_resamples
+    return CorrelationTest("Spearman permutation (exact)" if exact else "Spearman permutation (MC)", int(x.size),
+                           rho, out["greater"], out["less"], alpha)

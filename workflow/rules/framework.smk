@@ -39,39 +39,42 @@ register_claim("F1", "framework", [rules.F1_framework_linear_attention.output.re
                ["framework_F1_linear_attention"])
 
 
-# ---- F2: finite-width deviation from the infinite-width NTK vs width ----------------------
-rule F2_framework_deviation:
-    """||Theta_W - Theta_inf||/||Theta_inf|| per width and seed (ntkrepro.framework.deviation.run_f2)."""
+# ---- F2 (+ F6 part i): kernel regime vs width -- trained network vs its linearised model ----
+rule F2_framework_kernel_regime:
+    """Trained-vs-linearised gap, NTK movement and initial NTK deviation per width and seed (ntkrepro.framework.kernel_regime.run_f2)."""
     output:
-        results=f"{R}/framework/F2_deviation.json",
+        results=f"{R}/framework/F2_kernel_regime.json",
     log:
-        f"{R}/logs/framework/F2_deviation.log",
+        f"{R}/logs/framework/F2_kernel_regime.log",
     benchmark:
-        f"{R}/benchmarks/rules/F2_framework_deviation.tsv"
+        f"{R}/benchmarks/rules/F2_framework_kernel_regime.tsv"
     params:
         cfg=as_json(FW["F2"]),
         extra="",
     resources:
-        mem_mb=8000,
+        mem_mb=6000,
         runtime=60,
         gpu=1 if SCALE == "paper" else 0,
     conda:
         CONDA_ENV
     shell:
-        compute_cmd("ntkrepro.framework.deviation:run_f2")
+        compute_cmd("ntkrepro.framework.kernel_regime:run_f2")
 
 
 register_figure(
     "framework_F2_deviation",
-    results=[rules.F2_framework_deviation.output.results],
+    results=[rules.F2_framework_kernel_regime.output.results],
     caption=(
-        "F2 (seed 000, Sec. 4.4-4.5): relative deviation of a softmax transformer block's empirical NTK "
-        "from its infinite-width NTK (neural-tangents) at initialisation vs width W, per seed and median, "
-        "with the fitted log-log slope (95% bootstrap CI over seeds) against the claimed W^-1 and the CLT "
-        "W^-1/2 references; dashed line: the 5% 'agreement' level."
+        "F2 (seed 000, Sec. 4.4-4.5.1): kernel regime vs width W for a transformer block with smooth "
+        "nonlinearities (softmax attention, LayerNorm, GELU feed-forward), trained by full-batch gradient "
+        "descent in NTK parameterisation. Left: relative gap between the trained network and its linearised "
+        "model from the same initialisation (per seed and seed mean, fitted log-log slope with 95% bootstrap "
+        "interval, the claimed W^-1 and the equivalence margin). Middle: mean squared initial NTK deviation "
+        "from the infinite-width NTK and relative NTK movement during training (both O(1/W) in theory). "
+        "Right: one draw's initial NTK deviation, which fluctuates as W^-1/2 (context, not the claim)."
     ),
 )
-register_claim("F2", "framework", [rules.F2_framework_deviation.output.results], ["framework_F2_deviation"])
+register_claim("F2", "framework", [rules.F2_framework_kernel_regime.output.results], ["framework_F2_deviation"])
 
 
 # ---- F3: NTK eigenstructure over positions, with/without sinusoidal encodings -------------
@@ -144,20 +147,56 @@ register_figure(
 register_claim("F5", "framework", [rules.F5_framework_masking.output.results], ["framework_F5_masking"])
 
 
-# ---- F4 + F6: trained finite blocks across widths ------------------------------------------
-rule F6_framework_training:
-    """Train blocks per width and seed; NTK change, effective rank, test loss, attention vs NTK (ntkrepro.framework.training.run_f6)."""
+# ---- F4: attention of trained blocks vs NTK eigenvectors, per sequence ---------------------
+rule F4_framework_attention:
+    """Train blocks per width and seed; per-sequence off-diagonal attention vs NTK-eigenvector correlation (ntkrepro.framework.training.run_f4)."""
     output:
-        results=f"{R}/framework/F6_training.json",
+        results=f"{R}/framework/F4_attention.json",
     log:
-        f"{R}/logs/framework/F6_training.log",
+        f"{R}/logs/framework/F4_attention.log",
     benchmark:
-        f"{R}/benchmarks/rules/F6_framework_training.tsv"
+        f"{R}/benchmarks/rules/F4_framework_attention.tsv"
+    params:
+        cfg=as_json(FW["F4"]),
+        extra="",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=1 if SCALE == "paper" else 0,
+    conda:
+        CONDA_ENV
+    shell:
+        compute_cmd("ntkrepro.framework.training:run_f4")
+
+
+register_figure(
+    "framework_F4_attention",
+    results=[rules.F4_framework_attention.output.results],
+    caption=(
+        "F4 (seed 000, Sec. 4.3, 4.5.2): per test sequence, Pearson correlation over off-diagonal entries "
+        "between the trained block's symmetrised head-averaged attention and the rank-k reconstruction of that "
+        "sequence's infinite-width NTK position kernel, vs width (per seed mean over sequences, overall mean, "
+        "fitted slope per width doubling with 95% hierarchical bootstrap interval), with the same correlation "
+        "for the untrained attention; example patterns."
+    ),
+)
+register_claim("F4", "framework", [rules.F4_framework_attention.output.results], ["framework_F4_attention"])
+
+
+# ---- F6: architecture variants at matched widths (+ NTK movement from the F2 runs) ----------
+rule F6_framework_variants:
+    """Train architecture variants at matched widths; test loss, NTK effective rank (ntkrepro.framework.training.run_f6)."""
+    output:
+        results=f"{R}/framework/F6_variants.json",
+    log:
+        f"{R}/logs/framework/F6_variants.log",
+    benchmark:
+        f"{R}/benchmarks/rules/F6_framework_variants.tsv"
     params:
         cfg=as_json(FW["F6"]),
         extra="",
     resources:
-        mem_mb=6000,
+        mem_mb=4000,
         runtime=60,
         gpu=1 if SCALE == "paper" else 0,
     conda:
@@ -168,23 +207,15 @@ rule F6_framework_training:
 
 register_figure(
     "framework_F6_training",
-    results=[rules.F6_framework_training.output.results],
+    results=[rules.F2_framework_kernel_regime.output.results, rules.F6_framework_variants.output.results],
     caption=(
-        "F6 (seed 000, Sec. 4.4-4.5): transformer blocks trained by full-batch gradient descent on a "
-        "synthetic sequence task: relative change of the empirical NTK over training vs width (fitted "
-        "log-log slope, 95% bootstrap CI over seeds), training curves, and test loss vs the effective rank "
-        "of the NTK at initialisation (Spearman correlation with 95% CI)."
+        "F6 (seed 000, Sec. 4.4, 4.5.3): (i) relative change of the empirical NTK during training vs width (F2 "
+        "runs; fitted log-log slope, 95% bootstrap interval over seeds); (ii) architecture variants trained at "
+        "matched widths: test loss vs width per variant, and each variant's NTK effective rank at the largest "
+        "width against its loss-vs-width exponent (Spearman correlation across variants, exact permutation "
+        "test, seed-bootstrap interval)."
     ),
 )
-register_figure(
-    "framework_F4_attention",
-    results=[rules.F6_framework_training.output.results],
-    caption=(
-        "F4 (seed 000, Sec. 4.3, 4.5.2): attention pattern of the trained blocks (head- and "
-        "sequence-averaged, symmetrised) vs the rank-k reconstruction of the infinite-width NTK position "
-        "kernel from its leading eigenvectors: Pearson correlation vs width (per seed, median, fitted "
-        "slope per width doubling with 95% bootstrap CI)."
-    ),
-)
-register_claim("F4", "framework", [rules.F6_framework_training.output.results], ["framework_F4_attention"])
-register_claim("F6", "framework", [rules.F6_framework_training.output.results], ["framework_F6_training"])
+register_claim("F6", "framework",
+               [rules.F2_framework_kernel_regime.output.results, rules.F6_framework_variants.output.results],
+               ["framework_F6_training"])

@@ -19,7 +19,8 @@ sinusoidal encoding :math:`PE_{p,2i} = \sin(p/10000^{2i/d})`, :math:`PE_{p,2i+1}
     h_1 &= \mathrm{LN}(h_0 + \mathrm{MHA}(h_0)), \qquad
     h_2 = \mathrm{LN}(h_1 + \mathrm{FFN}(h_1)), \qquad f = h_2 W^R/\sqrt{n}
 
-with :math:`\mathrm{FFN}(h) = \sqrt2\,\mathrm{ReLU}(h W_1/\sqrt n)\, W_2/\sqrt{n_\mathrm{ffn}}`,
+with :math:`\mathrm{FFN}(h) = \sqrt2\,\sigma(h W_1/\sqrt n)\, W_2/\sqrt{n_\mathrm{ffn}}`, :math:`\sigma` = ReLU
+(``activation="relu"``) or the exact GELU :math:`u\,\Phi(u)` (``activation="gelu"``, smooth),
 LN optional (parameter-free, over channels), and neural-tangents' multi-head attention
 
 .. math::
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -52,6 +54,7 @@ from ntkrepro.nt import nt, stax
 
 ATTENTIONS = ("SOFTMAX", "IDENTITY", "NONE")  # NONE: no attention sub-layer (baseline)
 SCALINGS = {"linear": 1.0, "sqrt": 0.5}
+ACTIVATIONS = ("relu", "gelu")  # FFN nonlinearity: ReLU (kinked) or exact GELU (smooth)
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,11 @@ class BlockSpec:
     residual: bool = True
     out_dim: int = 1
     qk_std: float = 1.0
+    activation: str = "relu"
 
     def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"attention must be one of {ATTENTIONS}, got {self.attention!r}")
         if self.scaling not in SCALINGS:
@@ -128,7 +134,8 @@ class BlockSpec:
             if self.layernorm:
                 layers.append(stax.LayerNorm(axis=-1))
         if self.ffn_mult:
-            ffn = stax.serial(stax.Dense(self.ffn_mult * self.width, W_std=math.sqrt(2.0)), stax.Relu(),
+            act = stax.Relu() if self.activation == "relu" else stax.Gelu(approximate=False)
+            ffn = stax.serial(stax.Dense(self.ffn_mult * self.width, W_std=math.sqrt(2.0)), act,
                               stax.Dense(self.width))
             layers.append(_stax_residual(ffn) if self.residual else ffn)
             if self.layernorm:
@@ -229,6 +236,16 @@ class Attention(nn.Module):
         return heads @ Wo / math.sqrt(dk * H * d_in)
 
 
+def activation(name: str, u):
+    r"""The FFN nonlinearity: ``relu`` :math:`\max(u, 0)` or ``gelu`` :math:`u\,\Phi(u)` (exact, erf form;
+    the same function as ``stax.Gelu(approximate=False)``)."""
+    if name == "relu":
+        return jax.nn.relu(u)
+    if name == "gelu":
+        return jax.nn.gelu(u, approximate=False)
+    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+
+
 def layer_norm(x, eps: float = 1e-12):
     r""":math:`(x - \bar x)/\sqrt{\mathrm{Var}(x) + \epsilon}` over channels (stax.LayerNorm)."""
     mean = x.mean(-1, keepdims=True)
@@ -254,7 +271,7 @@ class Block(nn.Module):
                 h = layer_norm(h)
         if s.ffn_mult:
             u = Dense(s.ffn_mult * s.width, W_std=math.sqrt(2.0), name="ffn_in")(h)
-            u = Dense(s.width, name="ffn_out")(jax.nn.relu(u))
+            u = Dense(s.width, name="ffn_out")(activation(s.activation, u))
             h = h + u if s.residual else u
             if s.layernorm:
                 h = layer_norm(h)
@@ -274,6 +291,31 @@ def init_params(spec: BlockSpec, key: jax.Array, x: jax.Array) -> dict:
     _, stax_params = init_fn(key, tuple(x.shape))
     params = flax_params_from_stax(spec, stax_params)
     return jax.tree.map(lambda a: jnp.asarray(a, x.dtype), params)
+
+
+def param_shapes(spec: BlockSpec, x_shape: tuple[int, ...]) -> Any:
+    """The flax parameter tree of :func:`init_params` as ``jax.ShapeDtypeStruct`` leaves (no compute)."""
+    init_fn = spec.with_(causal=False).stax()[0]
+    return jax.eval_shape(lambda k: flax_params_from_stax(spec, init_fn(k, tuple(x_shape))[1]),
+                          jax.random.PRNGKey(0))
+
+
+def draw_params(spec: BlockSpec, x_shape: tuple[int, ...], seeds: Sequence[Sequence[int] | int],
+                dtype=np.float32) -> dict:
+    r"""Initial parameters for several seeds at once, stacked on a leading axis ``len(seeds)``.
+
+    Every weight is i.i.d. :math:`\mathcal N(0, 1)` (NTK parameterisation), the distribution of
+    :func:`init_params`, drawn on the host by ``numpy.random.default_rng(seed)`` leaf by leaf (in the
+    tree's flatten order). Drawing outside XLA costs no compilation, which dominates at small widths
+    on a CPU; ``seed`` may be an int or a tuple of ints (e.g. ``(config seed, width, index)``).
+    """
+    leaves, treedef = jax.tree.flatten(param_shapes(spec, x_shape))
+    stacked = [np.empty((len(seeds),) + tuple(leaf.shape), dtype) for leaf in leaves]
+    for i, seed in enumerate(seeds):
+        rng = np.random.default_rng(seed)
+        for out, leaf in zip(stacked, leaves):
+            out[i] = rng.standard_normal(leaf.shape, dtype=np.float32).astype(dtype)
+    return jax.tree.unflatten(treedef, [jnp.asarray(a) for a in stacked])
 
 
 def apply(spec: BlockSpec, params: dict, x: jax.Array) -> jax.Array:
@@ -341,9 +383,13 @@ def fast_ntk_fn(spec: BlockSpec):
     faster, which matters when every width is a new shape. ``tests/test_framework_models.py``
     checks it against ``nt.empirical_ntk_fn``.
     """
+    return jax.jit(ntk_fn(spec))
+
+
+def ntk_fn(spec: BlockSpec):
+    """Un-jitted :func:`fast_ntk_fn` (to be traced inside a larger jitted / mapped computation)."""
     model = spec.flax()
 
-    @jax.jit
     def ntk(params, x):
         n, s = x.shape[0], x.shape[1]
         jac = jax.jacrev(lambda pr: model.apply({"params": pr}, x).reshape(-1))(params)
