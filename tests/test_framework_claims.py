@@ -228,3 +228,18 @@ def test_f6_does_not_pool_widths():
 def test_missing_results_file_is_a_clear_error():
     with pytest.raises(KeyError, match="F2_kernel_regime"):
         claims.evaluate_f2({}, "smoke")
+
+
+def test_spearman_permutation_test_is_exact_for_few_units():
+    from ntkrepro.stats import Status, spearman_permutation_test
+
+    t = spearman_permutation_test([1, 2, 3, 4], [10, 20, 30, 40])
+    assert t.test.endswith("(exact)") and t.statistic == pytest.approx(1.0)
+    assert t.p_greater == pytest.approx(1 / 24) and t.status is Status.HOLDS
+    r = spearman_permutation_test([1, 2, 3, 4, 5], [5, 4, 3, 2, 1])
+    assert r.p_less == pytest.approx(1 / 120) and r.status is Status.REFUTED
+    u = spearman_permutation_test([1, 2, 3, 4, 5], [3, 1, 5, 2, 4])
+    assert u.status is Status.UNDECIDED and 0.05 < u.p_greater < 1
+    assert spearman_permutation_test([1, 1, 1], [1, 2, 3]).status is Status.UNDECIDED
+    mc = spearman_permutation_test(np.arange(10.0), np.arange(10.0) ** 2, n_resamples=2000)
+    assert mc.test.endswith("(MC)") and mc.p_greater < 0.01
