@@ -10,7 +10,8 @@
 
 # %% [markdown]
 # # H1 (Hron et al. 2020, Fig. 1): Gaussianity of attention outputs vs number of heads
-# Plotting only: numbers come from `results/hron2020/H1_gaussianity.json` (+ samples `.npz`),
+# Plotting only: numbers come from `results/hron2020/H1_gaussianity.json` (+ samples `.npz`: the first
+# `ks_draws` draws of each head count),
 # computed by rule `H1_hron2020_gaussianity` (`ntkrepro.hron2020.gaussianity.run_h1`).
 
 # %% tags=["parameters"]
@@ -55,23 +56,22 @@ ax.plot([-4.5, 4.5], [-4.5, 4.5], "k--", lw=0.8)
 ax.set(xlabel="Gaussian quantile", ylabel="standardised sample quantile", title="QQ plot")
 ax.legend(fontsize=7)
 ax = axes[3]
-heads = [r["heads"] for r in rows]
+heads = np.array([r["heads"] for r in rows], float)
 k = np.array([[r["kurtosis"]["value"], r["kurtosis"]["ci_low"], r["kurtosis"]["ci_high"]] for r in rows])
-ks = np.array([[r["ks"]["value"], r["ks"]["ci_low"], r["ks"]["ci_high"]] for r in rows])
 ax.errorbar(heads, k[:, 0], yerr=[k[:, 0] - k[:, 1], k[:, 2] - k[:, 0]], marker="o", capsize=3,
-            label="excess kurtosis")
-ax.axhline(0, color="k", lw=0.8)
-ax.set(xscale="log", xlabel="number of heads", ylabel="excess kurtosis", title="Gaussianity vs heads")
-ax2 = ax.twinx()
-ax2.errorbar(heads, ks[:, 0], yerr=[ks[:, 0] - ks[:, 1], ks[:, 2] - ks[:, 0]], marker="s", color="C1",
-             capsize=3, label="KS distance")
-ax2.axhline(res["ks_null_95"], color="C1", ls=":", lw=1, label="KS 95% null")
-ax2.set_ylabel("KS distance", color="C1")
-ax2.grid(False)
+            label="excess kurtosis (95% CI)")
+hh = np.geomspace(heads[0], heads[-1], 100)
+ax.plot(hh, k[0, 0] / hh, "k--", lw=1, label="heads law: kurtosis(1 head) / H")
+ax.axhline(0, color="0.5", lw=0.8)
+ax.set_xscale("log")
+ax.set_yscale("symlog", linthresh=max(1e-3, float(np.min(k[:, 2] - k[:, 1]))))
+ax.set(xlabel="number of heads H", ylabel="excess kurtosis (symlog)", title="heads law")
 ax.xaxis.set_major_formatter(plt.ScalarFormatter())
-h1, l1 = ax.get_legend_handles_labels()
-h2, l2 = ax2.get_legend_handles_labels()
-ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper right")
+ax.legend(fontsize=7, loc="upper right")
+ax.text(0.02, 0.02, "KS distance (first %d draws): " % res["ks_draws"]
+        + ", ".join(f"H={r['heads']}: {r['ks']['value']:.4f}" for r in (rows[0], rows[-1]))
+        + f"; 95% Gaussian null {res['ks_null_95']:.4f}", transform=ax.transAxes, fontsize=6)
 fig.tight_layout()
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=None if scale == "paper" else [f"{res['n_draws']} draws"])
+            substitutes=None if scale == "paper" else ["draws per head count: " + ", ".join(
+                f"{r['heads']}: {r['n_draws']}" for r in rows)])

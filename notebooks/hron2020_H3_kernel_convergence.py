@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
+from ntkrepro.hron2020.claims import h3_slope
 from ntkrepro.io import read_json
 from ntkrepro.plotting import save_figure, set_theme
 from ntkrepro.stats import bootstrap_ci
@@ -43,10 +44,10 @@ for ax, g in zip(axes, ["nngp", "ntk"]):
     ax.errorbar(w, med, yerr=[med - ci[:, 0], ci[:, 1] - med], marker="o", capsize=3, label="median over replicates")
     for j in range(d.shape[1]):
         ax.scatter(w, d[:, j], s=8, color="0.6", zorder=1)
-    s = res["slopes"][g]
-    icpt = np.mean(np.log(med) - s["value"] * np.log(w))
-    ax.plot(w, np.exp(icpt) * w ** s["value"], "k--", lw=1,
-            label=f"fit: slope {s['value']:.2f} [{s['ci_low']:.2f}, {s['ci_high']:.2f}]")
+    s = h3_slope(rows, g)  # the criterion's fit: OLS over every (width, replicate) estimate
+    icpt = np.mean(np.log(d) - s.value * np.log(w)[:, None])
+    ax.plot(w, np.exp(icpt) * w ** s.value, "k--", lw=1,
+            label=f"fit (all replicates): slope {s.value:.2f} [{s.low:.2f}, {s.high:.2f}]")
     ax.axhline(0.05, color="C3", ls=":", lw=1, label="neural-tangents test tolerance (5%)")
     ax.set(xscale="log", yscale="log", xlabel="width (heads: " + ", ".join(str(r["n_heads"]) for r in rows) + ")",
            title=f"{g.upper()}: empirical vs analytic")

@@ -23,7 +23,8 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.hron2020.imdb import FAMILIES, FAMILY_LABELS, substitutes
+from ntkrepro.hron2020.claims import h6_substitutes
+from ntkrepro.hron2020.imdb import FAMILIES, FAMILY_LABELS
 from ntkrepro.io import read_json
 from ntkrepro.plotting import save_figure, set_theme
 
@@ -66,4 +67,4 @@ ax.legend(fontsize=7, ncol=2)
 fig.suptitle(f"IMDb + GloVe 6B 50d, NNGP/NTK regression ({proto['n_train']} training reviews); "
              f"padding-invariance max rel. change {res['padding_invariance_max']:.1e}", fontsize=10)
 fig.tight_layout(rect=(0, 0.05, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=substitutes(res))
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=h6_substitutes(res))

@@ -1,4 +1,4 @@
-"""H6 (Hron et al. 2020, IMDb): model kernels, variable-length masking, and the criterion."""
+"""H6 (Hron et al. 2020, IMDb): model kernels, variable-length masking, the run (criterion: test_hron2020_criteria.py)."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ntkrepro.hron2020 import imdb as h6
-from ntkrepro.ledger import Verdict
+from ntkrepro.hron2020 import claims
 
 C = 100.0
 SUBSET = Path(__file__).resolve().parents[1] / "../shared/data/aclImdb-subset.tar.gz"
@@ -112,94 +112,6 @@ def test_mask_margin_and_model_grid():
         h6.build_kernel_fn("struct", 0)
 
 
-def test_paired_difference():
-    a = [1, 1, 0, 1, 0, 1, 1, 1]
-    b = [1, 0, 0, 1, 0, 0, 1, 0]
-    iv = h6.paired_difference(a, b, n_boot=500, seed=0)
-    assert iv.value == pytest.approx(np.mean(a) - np.mean(b))
-    assert iv.low <= iv.value <= iv.high and "paired" in iv.method
-    with pytest.raises(ValueError, match="same test set"):
-        h6.paired_difference(a, b[:-1])
-
-
-# ---- criterion on synthetic results, both directions ------------------------------------------
-
-def _family(correct, kernel="nngp", depth=1):
-    c = np.asarray(correct, float)
-    from ntkrepro.stats import bootstrap_ci
-
-    iv = bootstrap_ci(c, np.mean, n_boot=300, seed=0)
-    return {"kernel": kernel, "depth": depth, "diag_reg": 0.01, "valid_accuracy": float(c.mean()),
-            "test_accuracy": iv.as_dict(), "test_correct": c.astype(int).tolist()}
-
-
-def _results(acc_gap, acc_fcn, acc_struct, n=2000, pad=1e-7, shared=True, seed=0):
-    rng = np.random.default_rng(seed)
-    u = rng.random(n)  # shared difficulty: correlated correctness, as on a real common test set
-
-    def corr(acc):
-        return (u < acc).astype(int) if shared else (rng.random(n) < acc).astype(int)
-
-    return {"H6_imdb": {
-        "families": {"gap": _family(corr(acc_gap), depth=0), "gap_fcn": _family(corr(acc_fcn)),
-                     "struct": _family(corr(acc_struct)), "cnn_gap": _family(corr(acc_fcn))},
-        "padding_invariance_max": pad,
-        "protocol": {"archive": "aclImdb-subset.tar.gz", "n_train": 3200, "n_valid": 1600, "n_test": n,
-                     "seq_len": 500},
-        "params": {"n_boot": 300, "seed": 0},
-    }}
-
-
-def test_criterion_reproduced():
-    ev = h6.evaluate_h6(_results(0.80, 0.86, 0.865), "paper")
-    assert ev.verdict is Verdict.REPRODUCED, ev.reason
-    assert ev.measured["acc_struct_minus_gap"].low > 0
-
-
-def test_criterion_refuted_when_struct_is_worse_than_gap():
-    ev = h6.evaluate_h6(_results(0.86, 0.86, 0.80), "paper")
-    assert ev.verdict is Verdict.NOT_REPRODUCED, ev.reason
-
-
-def test_criterion_refuted_when_struct_far_above_gap_fcn():
-    ev = h6.evaluate_h6(_results(0.70, 0.70, 0.85), "paper")
-    assert ev.verdict is Verdict.NOT_REPRODUCED, ev.reason
-
-
-def test_criterion_refuted_when_competitive_with_sota():
-    ev = h6.evaluate_h6(_results(0.985, 0.99, 0.99), "paper")
-    assert ev.verdict is Verdict.NOT_REPRODUCED, ev.reason
-    assert "reaches it (refuted)" in ev.reason
-
-
-def test_criterion_inconclusive_with_few_test_reviews():
-    ev = h6.evaluate_h6(_results(0.80, 0.82, 0.83, n=60, shared=False), "smoke")
-    assert ev.verdict is Verdict.INCONCLUSIVE, ev.reason
-
-
-def test_criterion_inconclusive_when_padding_changes_the_kernel():
-    ev = h6.evaluate_h6(_results(0.86, 0.86, 0.80, pad=1e-2), "paper")
-    assert ev.verdict is Verdict.INCONCLUSIVE
-    assert "kernels invalid" in ev.reason
-
-
-def test_criterion_uses_the_final_table_when_present():
-    sel = _results(0.86, 0.86, 0.80)["H6_imdb"]          # selection split: Struct worse (refuted)
-    fin = _results(0.80, 0.86, 0.865, n=2000, seed=1)["H6_imdb"]["families"]
-    sel["final"] = {"n_train": 25000, "n_test": 25000, "families": fin}
-    ev = h6.evaluate_h6({"H6_imdb": sel}, "paper")
-    assert ev.verdict is Verdict.REPRODUCED, ev.reason
-    assert not any("final" in s for s in ev.substitutes)
-
-
-def test_substitutes_label_reduced_runs():
-    r = _results(0.8, 0.8, 0.8)["H6_imdb"]
-    r["protocol"].update(n_train=200, seq_len=64)
-    subs = h6.substitutes(r)
-    assert any("reduced protocol 200/" in s for s in subs) and any("subset" in s for s in subs)
-    assert any("final table was not run" in s for s in subs)
-
-
 # ---- end to end on real data, tiny -------------------------------------------------------------
 
 @pytest.mark.slow
@@ -237,4 +149,6 @@ def test_run_h6_is_deterministic(tmp_path):
         sel = runs[0]["families"][f]
         assert (v["depth"], v["kernel"], v["diag_reg"]) == (sel["depth"], sel["kernel"], sel["diag_reg"])
         assert len(v["test_correct"]) == 10
-    assert any("reduced final table 14/10" in s for s in h6.substitutes(runs[0]))
+    assert any("reduced final table 14/10" in s for s in claims.h6_substitutes(runs[0]))
+    for f, v in runs[0]["families"].items():  # the jitter of every test-set regression is recorded
+        assert v["jitter"] >= 0 and fin["families"][f]["jitter"] >= 0

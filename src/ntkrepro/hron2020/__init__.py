@@ -1,11 +1,16 @@
 """Hron, Bahri, Sohl-Dickstein, Novak (ICML 2020), "Infinite attention: NNGP and NTK for deep
 attention networks", arXiv:2006.10540 -- claims H1-H6.
 
-Modules:
+Modules (computation only; every criterion is in :mod:`.claims`):
 
 * :mod:`.attention` -- the attention layer of the paper (neural-tangents ``GlobalSelfAttention``)
   and an exact reparameterised sampler of its outputs/attention weights at initialisation.
 * :mod:`.gaussianity` -- H1: single- vs multi-head Gaussianity under d^-1/2 scaling (Fig. 1).
 * :mod:`.average_pooling` -- H2: d^-1 scaling collapses attention to global average pooling.
-* :mod:`.claims` -- the pre-registered criteria of H1-H6.
+* :mod:`.convergence` -- H3: empirical NNGP/NTK of finite attention nets vs the analytic kernels.
+* :mod:`.cifar10` -- H4: CIFAR-10 NNGP/NTK regression with attention and pooling readouts.
+* :mod:`.finite_nets` -- H5: finite attention networks (softmax / ReLU / identity x LayerNorm).
+* :mod:`.imdb` -- H6: IMDb with GloVe, variable-length NNGP/NTK kernels.
+* :mod:`.throughput` -- kernel-throughput benchmark.
+* :mod:`.claims` -- the pre-registered criteria of H1-H6 (with their amendment log).
 """

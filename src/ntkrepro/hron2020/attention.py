@@ -29,7 +29,10 @@ directly with its exact law (no :math:`d\times d` weight matrix is ever formed):
   :math:`\lVert w_h\rVert^2 \sim \chi^2_{d_v}`.
 
 So a draw costs :math:`O(r^2 + S r)` per head instead of :math:`O(S d_\mathrm{in} d_k)`, which
-makes :math:`d = 1000` (and far beyond) with thousands of draws cheap. ``tests/test_hron2020_attention.py``
+makes :math:`d = 1000` (and far beyond) with thousands of draws cheap. One output position needs
+only one row of the logits, whose law is simpler still: :math:`L_p Z_Q Z_K^\top \overset{d}{=}
+\lVert L_p\rVert \sqrt{\chi^2_{d_k}}\, h^\top`, :math:`h\sim\mathcal N(0, I_r)`
+(:func:`sample_head_terms`) -- two chi-square and :math:`2r` normal variates per head. ``tests/test_hron2020_attention.py``
 checks the sampler against neural-tangents' ``apply_fn`` in distribution.
 """
 
@@ -98,30 +101,54 @@ def sample_logits(key: jax.Array, factor: jax.Array, d_in: int, d_k: int, scalin
     return qk_std / norm * factor @ prod @ factor.T
 
 
-@partial(jax.jit, static_argnames=("n_draws", "n_heads", "d_in", "d_k", "d_v", "scaling"))
+def sample_head_terms(key: jax.Array, factor: jax.Array, *, n: int, d_in: int, d_k: int, d_v: int,
+                      scaling: str = "sqrt", position: int = 0) -> jax.Array:
+    r"""``n`` i.i.d. draws of one head's (unnormalised) contribution to output channel 0 at ``position``.
+
+    Only row :math:`p` = ``position`` of the logits enters, and it has a closed law (module
+    docstring): with :math:`u^\top = L_p Z_Q \sim \mathcal N(0, \lVert L_p\rVert^2 I_{d_k})` and,
+    given :math:`u`, :math:`Z_K u \sim \mathcal N(0, \lVert u\rVert^2 I_r)`,
+
+    .. math::  G_{p,:} \overset{d}{=} \frac{\sigma_{QK}}{d_\mathrm{in} d_k^{\,p}}\,\lVert L_p\rVert
+               \sqrt{\chi^2_{d_k}}\;(L h)^\top, \qquad h \sim \mathcal N(0, I_r),
+
+    and the head's term is :math:`t = \sqrt{\chi^2_{d_v}}\; \operatorname{softmax}(G_{p,:})\, L g`
+    with :math:`g \sim \mathcal N(0, I_r)` (all independent). Cost :math:`O(S r)` per draw: two
+    chi-square and :math:`2r` normal variates. The layer's output with :math:`H` heads is
+    :math:`\sum_{h=1}^H t_h / \sqrt{d_v H d_\mathrm{in}}` (:func:`sample_outputs`).
+    """
+    return _head_terms(key, factor, n=n, d_in=d_in, d_k=d_k, d_v=d_v, scaling=scaling, position=position)
+
+
+@partial(jax.jit, static_argnames=("n", "d_in", "d_k", "d_v", "scaling", "position"))
+def _head_terms(key, factor, *, n, d_in, d_k, d_v, scaling, position):
+    k_chi_k, k_chi_v, k_h, k_g = jax.random.split(key, 4)
+    chi_k = 2.0 * jax.random.gamma(k_chi_k, d_k / 2.0, (n,))
+    chi_v = 2.0 * jax.random.gamma(k_chi_v, d_v / 2.0, (n,))
+    r = factor.shape[1]
+    h = jax.random.normal(k_h, (n, r))
+    g = jax.random.normal(k_g, (n, r))
+    scale = jnp.linalg.norm(factor[position]) * jnp.sqrt(chi_k) / (d_in * d_k ** SCALINGS[scaling])
+    attn = jax.nn.softmax(scale[:, None] * (h @ factor.T), axis=-1)      # (n, S): row p of softmax(G)
+    return jnp.sqrt(chi_v) * jnp.einsum("ns,ns->n", attn, g @ factor.T)
+
+
 def sample_outputs(key: jax.Array, factor: jax.Array, *, n_draws: int, n_heads: int, d_in: int,
-                   d_k: int, d_v: int, scaling: str = "sqrt", position: int = 0) -> jax.Array:
+                   d_k: int, d_v: int, scaling: str = "sqrt", position: int = 0,
+                   chunk: int = 1 << 18) -> np.ndarray:
     r"""``n_draws`` i.i.d. draws of output channel 0 at ``position`` of the layer at initialisation.
 
-    Implements :math:`f_{p,0} = \frac{1}{\sqrt{d_v H d_\mathrm{in}}}\sum_h \lVert w_h\rVert\,
-    \operatorname{softmax}(G_h)_{p,:} L g_h` (module docstring) with
-    :math:`\sigma_{QK}=\sigma_{OV}=1`.
+    Implements :math:`f_{p,0} = \frac{1}{\sqrt{d_v H d_\mathrm{in}}}\sum_{h=1}^{H} t_h` with the
+    i.i.d. head terms :math:`t_h` of :func:`sample_head_terms` (:math:`\sigma_{QK}=\sigma_{OV}=1`).
+    The head terms are drawn in chunks of ``chunk`` (one compilation serves every head count);
+    returns a float64 numpy array.
     """
-    r = factor.shape[1]
-
-    def one_head(k: jax.Array) -> jax.Array:
-        k_logit, k_g, k_w = jax.random.split(k, 3)
-        logits = sample_logits(k_logit, factor, d_in, d_k, scaling)
-        attn = jax.nn.softmax(logits[position])
-        g = jax.random.normal(k_g, (r,))
-        w_norm = jnp.sqrt(2.0 * jax.random.gamma(k_w, d_v / 2.0))
-        return w_norm * attn @ (factor @ g)
-
-    def one_draw(k: jax.Array) -> jax.Array:
-        heads = jax.vmap(one_head)(jax.random.split(k, n_heads))
-        return heads.sum() / jnp.sqrt(d_v * n_heads * d_in)
-
-    return jax.lax.map(one_draw, jax.random.split(key, n_draws), batch_size=256)
+    total = int(n_draws) * int(n_heads)
+    keys = jax.random.split(key, -(-total // chunk))
+    terms = np.concatenate([np.asarray(sample_head_terms(k, factor, n=chunk, d_in=d_in, d_k=d_k, d_v=d_v,
+                                                         scaling=scaling, position=position), np.float64)
+                            for k in keys])[:total]
+    return terms.reshape(int(n_draws), int(n_heads)).sum(axis=1) / np.sqrt(d_v * n_heads * d_in)
 
 
 @partial(jax.jit, static_argnames=("n_draws", "d_in", "d_k", "scaling", "seq_len"))

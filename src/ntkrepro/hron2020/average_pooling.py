@@ -19,7 +19,8 @@ Two measurements, each against the key/query dimension :math:`d`:
   :math:`A` shared by all inputs (as in one network).
 
 For contrast we also report neural-tangents' ``linear_scaling=True`` kernel, which *ties*
-:math:`W^Q = W^K` to keep non-uniform attention in the limit.
+:math:`W^Q = W^K` to keep non-uniform attention in the limit. The criterion is
+:func:`ntkrepro.hron2020.claims.evaluate_h2`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkrepro.hron2020.attention import gram_factor, sample_attention_weights
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
 from ntkrepro.nt import stax
 from ntkrepro.run import RunContext
-from ntkrepro.stats import Interval, bootstrap_ci, linear_fit
+from ntkrepro.stats import bootstrap_ci, rel_frobenius
 
 
 def attention_spread(attn: np.ndarray) -> np.ndarray:
@@ -63,11 +63,6 @@ def tied_linear_scaling_nngp(x: np.ndarray) -> np.ndarray:
     return np.asarray(kernel_fn(jnp.asarray(x), None, "nngp"), np.float64)
 
 
-def rel_fro(a: np.ndarray, b: np.ndarray) -> float:
-    """:math:`\\lVert a - b\\rVert_F / \\lVert b\\rVert_F`."""
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
-
-
 def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H2_hron2020_average_pooling``: spread and NNGP distance for each d."""
     seed, d_in, seq_len, n_inputs = (int(params[k]) for k in ("seed", "d_in", "seq_len", "n_inputs"))
@@ -83,51 +78,9 @@ def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
                                                    d_k=int(d), scaling="linear", seq_len=seq_len), np.float64)
         spread = bootstrap_ci(attention_spread(attn), n_boot=int(params["n_boot"]), seed=seed + int(d) % 9973)
         per_draw = attention_gap_nngp_draws(attn, x)
-        dist = bootstrap_ci(per_draw, lambda k: rel_fro(k.mean(axis=0), k_gap), n_boot=int(params["n_boot"]),
+        dist = bootstrap_ci(per_draw, lambda k: rel_frobenius(k.mean(axis=0), k_gap), n_boot=int(params["n_boot"]),
                             seed=seed + 1 + int(d) % 9973)
         rows.append({"d": int(d), "spread": spread.as_dict(), "nngp_distance": dist.as_dict()})
     return {"claim": "H2", "d_in": d_in, "seq_len": seq_len, "n_inputs": n_inputs,
             "n_draws": int(params["n_draws"]), "per_d": rows,
-            "tied_linear_scaling_distance": rel_fro(tied_linear_scaling_nngp(x), k_gap)}
-
-
-_H2 = ClaimSpec(
-    id="H2",
-    paper="hron2020",
-    statement=("Under d^-1 scaling, attention coefficients converge to a constant as d grows: the layer "
-               "reduces to global average pooling (no initialisation avoids this)."),
-    criterion=("Fit log(spread of attention weights around uniform) and log(relative Frobenius distance "
-               "between the attention->GAP network's NNGP and neural-tangents' GAP NNGP) against log d by "
-               "OLS. Reproduced iff both slopes' 95% CIs lie wholly below 0 and the distance at the largest "
-               "d is below 0.1. Not reproduced iff either slope's CI lies wholly at or above 0. Otherwise "
-               "inconclusive. (The paper implies a spread slope of -1/2; reported, not required.)"),
-)
-
-
-@register(_H2)
-def evaluate_h2(results: Results, scale: str) -> Evaluation:
-    """Apply the pre-registered H2 criterion to ``H2_average_pooling`` results."""
-    r = results["H2_average_pooling"]
-    rows = sorted(r["per_d"], key=lambda row: row["d"])
-    d = np.array([row["d"] for row in rows], float)
-    spread = np.array([row["spread"]["value"] for row in rows])
-    dist = np.array([row["nngp_distance"]["value"] for row in rows])
-    s_slope, _ = linear_fit(np.log(d), np.log(spread))
-    d_slope, _ = linear_fit(np.log(d), np.log(dist))
-    last = Interval.from_dict(rows[-1]["nngp_distance"])
-    reproduced = s_slope.below(0.0) and d_slope.below(0.0) and last.value < 0.1
-    refuted = s_slope.low >= 0.0 or d_slope.low >= 0.0
-    verdict = decide(reproduced=reproduced, refuted=refuted)
-    reason = (f"spread slope {s_slope.value:.3f} [{s_slope.low:.3f}, {s_slope.high:.3f}] (paper: -0.5); "
-              f"NNGP-distance slope {d_slope.value:.3f} [{d_slope.low:.3f}, {d_slope.high:.3f}]; distance at "
-              f"d={int(d[-1])}: {last.value:.4f}. Tied-weight linear scaling (neural-tangents) stays at "
-              f"distance {r['tied_linear_scaling_distance']:.3f} from GAP.")
-    subs = [] if scale == "paper" else [f"d up to {int(d[-1])}, {r['n_draws']} draws, {r['n_inputs']} inputs (reduced)"]
-    return Evaluation(
-        measured={"spread_slope_vs_log_d": s_slope, "nngp_distance_slope_vs_log_d": d_slope,
-                  f"nngp_distance_at_d_{int(d[-1])}": last,
-                  f"spread_at_d_{int(d[0])}": Interval.from_dict(rows[0]["spread"]),
-                  f"spread_at_d_{int(d[-1])}": Interval.from_dict(rows[-1]["spread"]),
-                  "tied_linear_scaling_distance": r["tied_linear_scaling_distance"]},
-        verdict=verdict, reason=reason, substitutes=subs,
-        data=[f"synthetic Gaussian inputs: {r['n_inputs']} sequences x {r['seq_len']} tokens x d_in={r['d_in']}"])
+            "tied_linear_scaling_distance": rel_frobenius(tied_linear_scaling_nngp(x), k_gap)}

@@ -27,7 +27,9 @@ official training set selects, per family and kernel (NNGP, NTK), the preceding 
 diagonal regulariser by validation accuracy; the final model is refit on train :math:`\cup`
 validation and evaluated on (a class-balanced subset of) the official test set, with a bootstrap
 CI. Orderings are measured as paired bootstrap intervals of accuracy differences on the same test
-points. Every kernel is computed by :func:`ntkrepro.kernels.blocks.compute_kernel_blocks`
+points (:func:`ntkrepro.stats.paired_bootstrap`); the per-image validation correctness of every
+(family, depth, kernel) is stored for the depth ordering. The criterion is
+:func:`ntkrepro.hron2020.claims.evaluate_h4`. Every kernel is computed by :func:`ntkrepro.kernels.blocks.compute_kernel_blocks`
 (resumable) and inference is :func:`ntkrepro.kernels.inference.kernel_regression`.
 """
 
@@ -44,9 +46,8 @@ from ntkrepro.data.cifar10 import N_CLASSES, balanced_subset, load_cifar10, prep
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
 from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
 from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes, select_diag_reg
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register, sign_status
 from ntkrepro.run import RunContext
-from ntkrepro.stats import Interval, bootstrap_ci
+from ntkrepro.stats import bootstrap_ci, paired_bootstrap
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -211,11 +212,6 @@ def run_h4_shard(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             "kernels": [[f, dp, w, len(b)] for f, dp, w, b in jobs]}
 
 
-def paired_difference(correct_a: np.ndarray, correct_b: np.ndarray, n_boot: int, seed: int) -> Interval:
-    """Bootstrap CI of :math:`\\mathrm{acc}_a - \\mathrm{acc}_b` resampling the shared test points."""
-    return bootstrap_ci(np.asarray(correct_a, float) - np.asarray(correct_b, float), np.mean, n_boot=n_boot, seed=seed)
-
-
 def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H4_hron2020_cifar10_kernels``: depth/regulariser selection on validation,
     final test accuracies with CIs, and paired accuracy differences for the paper's orderings."""
@@ -240,8 +236,10 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             for g in KERNELS:
                 best, scores = select_diag_reg(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), one_hot(yv, N_CLASSES), grid)
                 val_acc = max(s["accuracy"] for s in scores)
+                # per-image correctness at the selected diag_reg (the H4 depth ordering resamples images)
+                val_ok = predicted_classes(kernel_regression(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), best)) == yv
                 sweep.append({"family": fam, "depth": depth, "kernel": g, "diag_reg": best, "val_accuracy": val_acc,
-                              "scores": scores})
+                              "scores": scores, "val_correct": val_ok.astype(int).tolist()})
                 log.info("H4 %s %s: val acc %.3f (diag_reg %g)", tag, g, val_acc, best)
 
     # 2. final: refit on train+val with the selected depth and regulariser, evaluate on test
@@ -281,7 +279,7 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             pairs += [(best_att, "gap"), (best_att, "lap")]
         for k, (a, b) in enumerate(pairs):
             if a in families and b in families:
-                diff = paired_difference(correct[f"{a}_{g}"], correct[f"{b}_{g}"], n_boot, seed + 1 + k)
+                diff = paired_bootstrap(correct[f"{a}_{g}"], correct[f"{b}_{g}"], n_boot=n_boot, seed=seed + 1 + k)
                 comparisons.append({"kernel": g, "a": a, "b": b, "a_is_best_attention_on_val": a == best_att,
                                     "difference": diff.as_dict()})
     if ctx.outputs.get("predictions"):
@@ -291,70 +289,3 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             "n_val": int(xv.shape[0]), "n_test": int(xs.shape[0]), "families": families, "depths": depths,
             "arch": arch, "archive": Path(d["archive"]).name, "archive_sha256": d["archive_sha256"],
             "n_available": d["n_available"], "sweep": sweep, "final": final, "comparisons": comparisons}
-
-
-# --------------------------------------------------------------------------------------------
-# Criterion
-
-_H4 = ClaimSpec(
-    id="H4",
-    paper="hron2020",
-    statement=("CIFAR-10 with NNGP/NTK regression: Struct and Residual attention kernels significantly beat "
-               "Vanilla; attention beats GAP clearly and LAP moderately; best at small preceding depth except "
-               "Flatten."),
-    criterion=(
-        "For each kernel (NNGP, NTK) and each ordering A > B among (Struct > Vanilla), (Residual > Vanilla), "
-        "(attention > GAP), (attention > LAP) -- 'attention' = the attention family with the best validation "
-        "accuracy -- take the 95% paired-bootstrap CI of test accuracy(A) - accuracy(B) on the same test points: "
-        "the ordering holds if the CI lies wholly above 0, is refuted if wholly below 0, else undecided. "
-        "Depth ordering: among the non-Flatten families, the fraction (over families and kernels) whose "
-        "validation-selected depth is one of the two smallest swept depths; holds if >= 2/3, refuted if "
-        "<= 1/3, undecided otherwise or when fewer than 3 depths were swept. "
-        "Reproduced iff every ordering holds; not reproduced iff any ordering is refuted; else inconclusive."),
-)
-
-
-_status = sign_status
-
-
-@register(_H4)
-def evaluate_h4(results: Results, scale: str) -> Evaluation:
-    """Apply the pre-registered H4 criterion to ``H4_cifar10_kernels`` results."""
-    r = results["H4_cifar10_kernels"]
-    measured: dict[str, Any] = {}
-    statuses = []
-    for c in r["comparisons"]:
-        iv = Interval.from_dict(c["difference"])
-        label = c["a"] if not c["a_is_best_attention_on_val"] or c["b"] == "vanilla" else f"attention({c['a']})"
-        key = f"{c['kernel']}: acc[{label}] - acc[{c['b']}]"
-        measured[key] = iv
-        statuses.append(_status(iv))
-    depths = sorted(r["depths"])
-    small = set(depths[:2])
-    non_flat = [f for f in r["final"] if f["family"] != "flatten"]
-    frac = float(np.mean([f["selected_depth"] in small for f in non_flat])) if non_flat else float("nan")
-    if len(depths) < 3 or not non_flat:
-        depth_status = "undecided"
-    else:
-        depth_status = "holds" if frac >= 2 / 3 else ("refuted" if frac <= 1 / 3 else "undecided")
-    statuses.append(depth_status)
-    measured["fraction of non-Flatten selections at the two smallest depths"] = frac
-    for f in r["final"]:
-        measured[f"test acc {f['kernel']} {f['family']} (depth {f['depth']})"] = Interval.from_dict(f["test_accuracy"])
-    verdict = decide(reproduced=all(s == "holds" for s in statuses), refuted="refuted" in statuses)
-    n_hold, n_ref = statuses.count("holds"), statuses.count("refuted")
-    reason = (f"{n_hold} of {len(statuses)} orderings hold, {n_ref} refuted, "
-              f"{len(statuses) - n_hold - n_ref} undecided (depth ordering: {depth_status}, fraction {frac:.2f} "
-              f"over depths {depths}); n_train+val={r['n_train'] + r['n_val']}, n_test={r['n_test']}, "
-              f"{r['image_size']}x{r['image_size']} images.")
-    subs = []
-    if scale != "paper":
-        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
-                    f"45K/5K and 50K/10K")
-        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
-        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
-    if "subset" in r["archive"]:
-        subs.append("offline CIFAR-10 subset (decoded from a JPEG copy; pixels differ slightly from the official binary)")
-    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
-                      data=[f"CIFAR-10 python archive {r['archive']} (sha256 {r['archive_sha256']})"])
-

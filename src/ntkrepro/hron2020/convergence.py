@@ -17,9 +17,9 @@ together. For inputs :math:`X` (CIFAR-10 training images, downsampled and standa
   analytic ``kernel_fn`` (same for :math:`\Theta`).
 
 Each width gets ``n_replicates`` independent estimates; the claim's slope is the OLS slope of
-:math:`\log \mathrm{median}(D)` on :math:`\log n` with a bootstrap over replicates
-(:func:`ntkrepro.stats.bootstrap_slope`). The Monte Carlo error of :math:`S` samples is part of
-:math:`D` (it shrinks with width too, since each draw concentrates).
+:math:`\log D` on :math:`\log n` over every (width, replicate) estimate, with its t-interval
+(:func:`ntkrepro.hron2020.claims.evaluate_h3`). The Monte Carlo error of :math:`S` samples is part
+of :math:`D` (it shrinks with width too, since each draw concentrates).
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
 from ntkrepro.run import RunContext
-from ntkrepro.stats import Interval, bootstrap_slope
+from ntkrepro.stats import rel_frobenius
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -85,11 +84,6 @@ def make_estimator(x: np.ndarray, width: int, n_heads: int, arch: Mapping[str, A
     return estimate
 
 
-def rel_fro(a: np.ndarray, b: np.ndarray) -> float:
-    r""":math:`\lVert a - b\rVert_F / \lVert b\rVert_F`."""
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
-
-
 def run_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H3_hron2020_kernel_convergence``: distances per width and replicate."""
     import jax
@@ -115,56 +109,11 @@ def run_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         for r in range(int(params["n_replicates"])):
             key, sub = jax.random.split(key)
             e_k, e_t = (np.asarray(v, np.float64) for v in estimate(sub))
-            dn.append(rel_fro(e_k, k_nngp))
-            dt.append(rel_fro(e_t, k_ntk))
+            dn.append(rel_frobenius(e_k, k_nngp))
+            dt.append(rel_frobenius(e_t, k_ntk))
         rows.append({"width": w, "n_heads": h, "nngp_distance": dn, "ntk_distance": dt})
         log.info("H3 width %d heads %d: NNGP dist median %.4f, NTK dist median %.4f", w, h, np.median(dn), np.median(dt))
-    n_boot = int(params["n_boot"])
-    fits = {}
-    for g in ("nngp", "ntk"):
-        y = np.array([row[f"{g}_distance"] for row in rows])
-        fits[g] = bootstrap_slope(np.array(widths, float), y, n_boot=n_boot, seed=seed).as_dict()
     return {"claim": "H3", "image_size": int(params["image_size"]), "n_inputs": int(x.shape[0]),
             "n_samples": int(params["n_samples"]), "n_replicates": int(params["n_replicates"]), "arch": arch,
             "archive": d["archive"].rsplit("/", 1)[-1], "archive_sha256": d["archive_sha256"],
-            "per_width": rows, "slopes": fits}
-
-
-_H3 = ClaimSpec(
-    id="H3",
-    paper="hron2020",
-    statement="Finite networks' empirical NNGP/NTK converge to the analytic kernels as width/heads grow.",
-    criterion=("For the NNGP and the NTK separately, fit the OLS slope of log(median over replicates of the relative "
-               "Frobenius distance between Monte Carlo empirical and analytic kernel) on log(width), with a 95% "
-               "bootstrap CI over replicates. Reproduced iff both slopes' CIs lie wholly below 0. Not reproduced iff "
-               "either slope's CI lies wholly at or above 0. Otherwise inconclusive. (neural-tangents' own test "
-               "tolerance, 5% at width 1024 / 32 heads / 1024 samples, is reported at the largest width, not required.)"),
-)
-
-
-@register(_H3)
-def evaluate_h3(results: Results, scale: str) -> Evaluation:
-    """Apply the pre-registered H3 criterion to ``H3_kernel_convergence`` results."""
-    r = results["H3_kernel_convergence"]
-    rows = sorted(r["per_width"], key=lambda row: row["width"])
-    s_n, s_t = Interval.from_dict(r["slopes"]["nngp"]), Interval.from_dict(r["slopes"]["ntk"])
-    verdict = decide(reproduced=s_n.below(0.0) and s_t.below(0.0), refuted=s_n.low >= 0.0 or s_t.low >= 0.0)
-    last, first = rows[-1], rows[0]
-    measured: dict[str, Any] = {"nngp_distance_slope_vs_log_width": s_n, "ntk_distance_slope_vs_log_width": s_t}
-    for row in (first, last):
-        for g in ("nngp", "ntk"):
-            measured[f"{g}_distance_median_at_width_{row['width']}"] = float(np.median(row[f"{g}_distance"]))
-    reason = (f"NNGP slope {s_n.value:.3f} [{s_n.low:.3f}, {s_n.high:.3f}], NTK slope {s_t.value:.3f} "
-              f"[{s_t.low:.3f}, {s_t.high:.3f}] over widths {first['width']}..{last['width']} "
-              f"(heads {first['n_heads']}..{last['n_heads']}); median distances at the largest width: NNGP "
-              f"{np.median(last['nngp_distance']):.4f}, NTK {np.median(last['ntk_distance']):.4f} "
-              f"(neural-tangents' test tolerance 0.05).")
-    subs = []
-    if scale != "paper":
-        subs.append(f"widths up to {last['width']} with {last['n_heads']} heads, {r['n_samples']} Monte Carlo "
-                    f"samples x {r['n_replicates']} replicates, {r['n_inputs']} images at "
-                    f"{r['image_size']}x{r['image_size']} (reduced)")
-    if "subset" in r["archive"]:
-        subs.append("offline CIFAR-10 subset archive")
-    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
-                      data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
+            "per_width": rows}

