@@ -21,6 +21,7 @@ scale = "default"
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from ntkrepro.arda2026.claims import substitutes_for
 from ntkrepro.io import read_json
@@ -29,6 +30,7 @@ from ntkrepro.plotting import save_figure, set_theme
 set_theme()
 out = read_json(results[0])
 res = out["kinds"][out["headline_kind"]]
+names = {"authors": "authors' teacher", "paper": "paper's teacher"}
 w = np.array(res["widths"], float)
 ns = np.array(res["n_values"], float)
 
@@ -52,8 +54,9 @@ for kind, other in out["kinds"].items():
     if kind != out["headline_kind"]:
         q = other["exponent_p"]
         axes[1].plot(ns, other["m_star"], "s", mfc="none",
-                     label=f"{kind}'s teacher m*(n): p {q['value']:.2f} [{q['ci_low']:.2f}, {q['ci_high']:.2f}]")
-axes[0].set_title(f"{out['headline_kind']}'s teacher, {len(res['seeds'])} teacher draws")
+                     label=f"{names[kind]} m*(n): p {q['value']:.2f} [{q['ci_low']:.2f}, {q['ci_high']:.2f}]")
+axes[0].set_title(f"{names[out['headline_kind']]}, {len(res['seeds'])} teacher draws")
+axes[1].xaxis.set_minor_formatter(NullFormatter())
 axes[1].legend(fontsize=7)
 fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=out["provenance"],

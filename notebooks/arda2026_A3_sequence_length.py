@@ -21,6 +21,7 @@ scale = "default"
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from ntkrepro.arda2026.claims import substitutes_for
 from ntkrepro.io import read_json
@@ -68,6 +69,7 @@ for ax, key in zip(axes, ("min_train_loss", "normalised_loss")):
     v = np.concatenate(ys).astype(float)
     v = v[np.isfinite(v) & (v > 0)]
     ax.set_ylim(0.5 * v.min(), 2.0 * v.max())  # a t-band over few draws can reach below 0
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=7)
 r = res["kinds"][head]
 fig.suptitle(f"m={res['m']}, n={res['n']}, {res['steps']} steps; {len(r['teachers'])} teacher draws x "
