@@ -77,6 +77,37 @@ def pair_bytes(plan: Plan, itemsize: int, compute_ntk: bool) -> int:
     return largest * itemsize * 4 * (2 if compute_ntk else 1)
 
 
+#: Trimmed sequence lengths are multiples of this (see :meth:`FastKernelFn._trim`).
+TRIM_QUANTUM = 32
+
+
+def trailing_margin(model: Layer, plan: Plan) -> int | None:
+    r"""Masked positions a sequence needs after its last real token for its kernel not to depend on
+    more padding: :math:`\sum k - 1 - \lfloor (k-1)/2\rfloor` over ``VALID`` convolutions (an output
+    is masked iff its window centre is, and reads :math:`k - 1 - \lfloor (k-1)/2\rfloor` positions
+    past it), 0 for ``SAME``. ``None`` if a layer depends on the array length itself (``Flatten``
+    divides by all positions, masked or not; ``AvgPool``) or is not a layer listed here."""
+    from ntkrepro.kernels._src import layers as L
+
+    margin = 0
+    for leaf, _ in iter_leaves(model, plan):
+        if isinstance(leaf, L.Conv):
+            if leaf.padding == "VALID":
+                margin += sum(k - 1 - (k - 1) // 2 for k in leaf.filter_shape)
+        elif not isinstance(leaf, (L.Relu, L.Dense, L.GlobalSelfAttention, L.GlobalAvgPool, L.LayerNorm,
+                                   L.Identity)):
+            return None
+    return margin
+
+
+def _real_extent(x: Any, mask_constant: float) -> int:
+    """1 + the last position that is not masked in some input of ``x (n, L, C)`` (0 if none)."""
+    a = np.asarray(x)
+    masked = np.all(np.isnan(a) if np.isnan(mask_constant) else a == mask_constant, axis=-1)
+    real = np.nonzero(~masked.all(axis=0))[0]
+    return int(real[-1]) + 1 if real.size else 0
+
+
 class FastKernelFn:
     r"""``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of a
     :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
@@ -149,6 +180,10 @@ class FastKernelFn:
         layer, plan and NTK status); ``p`` is a :class:`Pair` or a tuple of them (branches)."""
         import jax
 
+        from ntkrepro.kernels._src.layers import FanInSum, FanOut, Identity
+
+        if isinstance(leaf, (FanOut, FanInSum, Identity)):  # copies / a sum: no computation to compile
+            return leaf.pair(p, aux1, aux2, plan)
         is_tuple = not isinstance(p, Pair)
         ins = list(p) if is_tuple else [p]
         ntks = tuple(q.ntk for q in ins)
@@ -220,6 +255,23 @@ class FastKernelFn:
                                              + mem.temp_size_in_bytes) if mem is not None else None})
         return rows
 
+    def _trim(self, x1: Any, x2: Any | None, mask_constant: float) -> tuple[Any, Any | None]:
+        r"""Drop trailing positions that are masked in every input of the block, keeping the margin
+        the model needs (:func:`trailing_margin`), rounded up to a multiple of :data:`TRIM_QUANTUM`
+        (one compilation per length bucket). Exact: the model is invariant to appending masked
+        positions beyond that margin (neural-tangents' masking; tested). Only for inputs with one
+        spatial axis and models of the layers listed in :func:`trailing_margin`."""
+        if x1.ndim != 3:
+            return x1, x2
+        margin = trailing_margin(self.model, self.plan(tuple(x1.shape[1:])))
+        if margin is None:
+            return x1, x2
+        extent = max(_real_extent(x, mask_constant) for x in ((x1,) if x2 is None else (x1, x2)))
+        length = min(x1.shape[1], -(-max(extent + margin, 1) // TRIM_QUANTUM) * TRIM_QUANTUM)
+        if length >= x1.shape[1]:
+            return x1, x2
+        return x1[:, :length], None if x2 is None else x2[:, :length]
+
     def plan(self, in_shape: Sequence[int]) -> Plan:
         """The static plan (modes and shapes per layer) for inputs of shape ``(n, *in_shape)``."""
         return self._compiled(tuple(in_shape), None, True)[0]
@@ -248,6 +300,9 @@ class FastKernelFn:
         x2 = x1 if sym else jnp.asarray(x2)
         if x1.shape[1:] != x2.shape[1:]:
             raise ValueError(f"x1 and x2 must share trailing shape, got {x1.shape} and {x2.shape}")
+        if mask_constant is not None:
+            x1, x2 = self._trim(x1, None if sym else x2, mask_constant)
+            x2 = x1 if sym else x2
         plan, single, pair = self._compiled(tuple(x1.shape[1:]), mask_constant, compute_ntk)
         xm1, aux1 = single(x1)
         xm2, aux2 = (xm1, aux1) if sym else single(x2)
