@@ -12,7 +12,7 @@ import pytest
 
 from ntkrepro.hron2020 import claims, gaussianity
 from ntkrepro.ledger import Verdict, get_claim, make_entry
-from ntkrepro.stats import Interval, Status, bootstrap_ci, crossed_bootstrap, powerlaw_wls_fit
+from ntkrepro.stats import Interval, Status, bootstrap_ci, crossed_bootstrap, paired_test_power, powerlaw_wls_fit
 
 
 def _check(ev, expected):
@@ -44,6 +44,13 @@ def test_crossed_bootstrap_is_wider_than_columns_only_when_rows_differ():
     iv = crossed_bootstrap(y, n_boot=500, seed=0)
     cols_only = np.quantile([y[:, rng.integers(0, 200, 200)].mean() for _ in range(500)], [0.025, 0.975])
     assert iv.high - iv.low > 2 * (cols_only[1] - cols_only[0]) and iv.contains(y.mean())
+
+
+def test_paired_test_power_treats_round_off_mean_as_zero():
+    d = np.array([0.1, 0.2, -0.3, 0.05, -0.05])              # cancels exactly; the floating-point mean is ~1e-17
+    pl = paired_test_power(d, "diff")
+    assert not np.isfinite(pl.needed) and "no" in pl.text()
+    assert np.isfinite(paired_test_power(d + 0.001, "diff").needed)
 
 
 # ============================================================================================ H1

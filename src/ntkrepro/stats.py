@@ -407,6 +407,8 @@ def paired_test_power(diffs: Sequence[float] | np.ndarray, quantity: str, *, alp
     d = np.asarray(diffs, float)
     d = d[np.isfinite(d)]
     m, s = float(d.mean()), float(d.std(ddof=1)) if d.size > 1 else float("nan")
+    if d.size and abs(m) <= 1e-12 * max(1.0, float(np.abs(d).max())):
+        m = 0.0  # a round-off mean of differences that cancel (e.g. accuracies k/n): no size decides it
     z = _st.norm.ppf(1 - alpha) + _st.norm.ppf(power)
     needed = (z * s / abs(m)) ** 2 if m != 0 and np.isfinite(s) else float("inf")
     hw = float(_st.t.ppf(0.975, max(d.size - 1, 1)) * s / np.sqrt(d.size)) if d.size > 1 else float("inf")
