@@ -1,6 +1,7 @@
 """ntkrepro.data.glove: GloVe 6B 50d from the wheel, and the official zip/txt as alternative source."""
 
 import hashlib
+import re
 import zipfile
 
 import numpy as np
@@ -85,12 +86,24 @@ def _sha(path):
 
 
 def test_unverified_file_fails_closed(tmp_path):
-    """Issue 14, item 10: no sha256 -> refused (it used to be a warning), even with an md5."""
+    """Issue 14, item 10: an extracted .txt without a sha256 is refused (it used to be a warning),
+    even with an md5; a zip without a sha256 is checked against the pinned official sha256, which a
+    home-made zip does not match."""
     _, txt, zpath = _official_zip(tmp_path, ["the"])
-    for cfg in ({"source": "zip", "path": str(zpath)}, {"source": "zip", "path": str(txt)},
-                {"source": "zip", "path": str(zpath), "md5": hashlib.md5(zpath.read_bytes()).hexdigest()}):
+    for cfg in ({"source": "zip", "path": str(txt)},
+                {"source": "zip", "path": str(txt), "md5": hashlib.md5(txt.read_bytes()).hexdigest()}):
         with pytest.raises(glove.GloveError, match="no sha256"):
             glove.load_vectors(["the"], cfg)
+    for cfg in ({"source": "zip", "path": str(zpath)},
+                {"source": "zip", "path": str(zpath), "md5": hashlib.md5(zpath.read_bytes()).hexdigest()}):
+        with pytest.raises(ArchiveError, match=glove.OFFICIAL_ZIP_SHA256[:16]):
+            glove.load_vectors(["the"], cfg)
+
+
+def test_official_zip_sha256_is_pinned():
+    """The pin is the official archive's sha256 (hex, 64 digits), not a placeholder."""
+    assert re.fullmatch(r"[0-9a-f]{64}", glove.OFFICIAL_ZIP_SHA256)
+    assert glove.OFFICIAL_ZIP_SHA256.startswith("617afb2f") and glove.OFFICIAL_ZIP_SHA256.endswith("9cbcf2fb")
 
 
 def test_corrupt_file_with_matching_checksum(tmp_path):

