@@ -26,6 +26,7 @@ from typing import Any
 
 from ntkrepro import provenance as _prov
 from ntkrepro.io import read_json, read_npz, write_json, atomic_path
+from ntkrepro.papers import CLAIM_MODULES, PAPERS, Paper  # noqa: F401  (the one paper registry, re-exported)
 from ntkrepro.stats import Interval, PowerLine, Status, at_least
 
 
@@ -35,37 +36,6 @@ class Verdict(str, enum.Enum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not_reproduced"
     INCONCLUSIVE = "inconclusive"
-
-
-@dataclass(frozen=True)
-class Paper:
-    """Bibliographic key of a replicated paper (``key`` names its sub-package and report section)."""
-
-    key: str
-    authors: str
-    year: int
-    title: str
-    ref: str
-
-
-PAPERS: dict[str, Paper] = {
-    "hron2020": Paper("hron2020", "Hron, Bahri, Sohl-Dickstein, Novak", 2020,
-                      "Infinite attention: NNGP and NTK for deep attention networks", "arXiv:2006.10540"),
-    "arda2026": Paper("arda2026", "Arda, Cayci, Eryilmaz", 2026,
-                      "Finite-Time Analysis of Gradient Descent for Shallow Transformers", "arXiv:2601.16514"),
-    "hazelden2026": Paper("hazelden2026", "Hazelden, Driscoll, Shlizerman, Shea-Brown", 2026,
-                          "The Global Empirical NTK", "arXiv:2605.08746"),
-    "framework": Paper("framework", "(seed 000)", 2025,
-                       "Neural Tangent Kernels Applied to Transformers", "seed 000"),
-}
-
-#: Which sub-package registers the claims with a given id prefix.
-CLAIM_MODULES: dict[str, str] = {
-    "H": "ntkrepro.hron2020.claims",
-    "A": "ntkrepro.arda2026.claims",
-    "G": "ntkrepro.hazelden2026.claims",
-    "F": "ntkrepro.framework.claims",
-}
 
 
 @dataclass

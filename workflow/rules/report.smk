@@ -7,7 +7,7 @@ rule replication_report:
     """Render paper/replication_report.tex.j2 with the ledger and figures; latexmk -> PDF."""
     input:
         template="paper/replication_report.tex.j2",
-        sections=[f"paper/sections/{p}.tex" for p in ("hron2020", "arda2026", "hazelden2026", "framework")],
+        sections=[f"paper/sections/{p}.tex" for p in PAPERS],
         table=rules.claims_table.output.tex,
         entries=ledger_targets(),
         figures=figure_targets(),
