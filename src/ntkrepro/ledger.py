@@ -6,10 +6,14 @@ Each claim of ``CLAIMS.md`` is registered in code, in its paper's sub-package, *
     def evaluate_h1(results: Results, scale: str) -> Evaluation: ...
 
 The criterion text and the function that applies it live side by side and are unit-tested on
-synthetic numbers in both directions. ``python -m ntkrepro.ledger entry H1 ...`` loads the
-claim's results files, applies the function and writes ``results/claims/H1.json`` with keys
-``id, paper, statement, criterion, measured, verdict, scale, substitutes, data, figures,
-provenance``. ``python -m ntkrepro.ledger table`` aggregates all entries (CSV, Markdown, LaTeX).
+synthetic numbers in both directions. The criterion is applied once per claim:
+``python -m ntkrepro.ledger evaluate H1 ...`` loads the claim's results files, applies the function
+and writes the evaluation ``results/claims/evaluations/H1.json`` (keys ``id, paper, statement,
+criterion, measured, verdict, scale, substitutes, data, figure_data, provenance``). The figure
+notebooks read that file (they never call a criterion), then ``python -m ntkrepro.ledger entry H1
+--evaluation ... --figures ...`` adds the figure list and writes ``results/claims/H1.json``, so the
+DAG is results -> evaluation -> figures -> entry, without a cycle. ``python -m ntkrepro.ledger
+table`` aggregates all entries (CSV, Markdown, LaTeX).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ class Evaluation:
     ``power`` holds one :class:`~ntkrepro.stats.PowerLine` per undecided part of an
     ``inconclusive`` verdict (CLAIMS.md rule 5): the half-width reached and the size at which the
     same criterion would decide. ``parts`` names each part of a multi-part criterion with its
-    :class:`~ntkrepro.stats.Status`.
+    :class:`~ntkrepro.stats.Status`. ``figure`` holds what the claim's figure draws beyond
+    ``measured`` and the results file -- criterion thresholds, fitted lines, per-point intervals --
+    so that the notebook plots numbers computed here, once, and never recomputes a statistic.
     """
 
     measured: dict[str, Interval | float | int | str | list]
@@ -55,6 +61,7 @@ class Evaluation:
     data: list[str] = field(default_factory=list)
     power: list[PowerLine] = field(default_factory=list)
     parts: dict[str, Status] = field(default_factory=dict)
+    figure: dict[str, Any] = field(default_factory=dict)
 
 
 #: A claim's results, keyed by the stem of each results file (``H1_gaussianity.json`` -> ``H1_gaussianity``).
@@ -184,9 +191,26 @@ def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence[str] = (),
-               config_hash: str | None = None) -> dict[str, Any]:
-    """Apply the registered criterion and assemble the ledger entry (a JSON-able dict)."""
+def _jsonable(obj: Any) -> Any:
+    """``obj`` with every :class:`~ntkrepro.stats.Interval` (anything with ``as_dict``), numpy scalar
+    and array replaced by plain JSON values (dicts, lists and tuples recursively)."""
+    if hasattr(obj, "as_dict"):
+        return obj.as_dict()
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy array or scalar
+        return _jsonable(obj.tolist())
+    return obj
+
+
+def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None) -> dict[str, Any]:
+    """Apply the registered criterion once and assemble the claim's evaluation (a JSON-able dict).
+
+    This is the ledger entry without its ``figures`` list: the figure notebooks read it, and
+    :func:`entry_from_evaluation` adds the figures afterwards.
+    """
     spec = get_claim(claim_id)
     assert spec.evaluate is not None
     ev = spec.evaluate(results, scale)
@@ -211,10 +235,23 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
         "scale": scale,
         "substitutes": list(ev.substitutes),
         "data": list(ev.data),
-        "figures": list(figures),
+        "figure_data": _jsonable(ev.figure),
         "results_provenance": {k: r.get("provenance") for k, r in results.items()},
         "provenance": _prov.collect(config_hash=config_hash, scale=scale),
     }
+
+
+def entry_from_evaluation(evaluation: Mapping[str, Any], figures: Sequence[str] = ()) -> dict[str, Any]:
+    """The ledger entry: the claim's evaluation (:func:`make_evaluation`) plus its figure files."""
+    entry = dict(evaluation)
+    entry["figures"] = list(figures)
+    return entry
+
+
+def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence[str] = (),
+               config_hash: str | None = None) -> dict[str, Any]:
+    """Apply the registered criterion and assemble the ledger entry (a JSON-able dict) in one step."""
+    return entry_from_evaluation(make_evaluation(claim_id, results, scale=scale, config_hash=config_hash), figures)
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,15 +342,19 @@ def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``entry`` (one claim), ``table`` (aggregate), ``check`` (CI)."""
+    """CLI: ``evaluate`` (one claim's criterion), ``entry`` (its ledger entry), ``table`` (aggregate), ``check`` (CI)."""
     ap = argparse.ArgumentParser(prog="python -m ntkrepro.ledger", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    e = sub.add_parser("entry", help="evaluate one claim and write its ledger entry")
+    v = sub.add_parser("evaluate", help="apply one claim's criterion and write its evaluation")
+    v.add_argument("claim")
+    v.add_argument("--results", nargs="+", required=True)
+    v.add_argument("--scale", required=True)
+    v.add_argument("--config-hash", default=None)
+    v.add_argument("--out", required=True)
+    e = sub.add_parser("entry", help="write a claim's ledger entry: its evaluation plus its figures")
     e.add_argument("claim")
-    e.add_argument("--results", nargs="+", required=True)
+    e.add_argument("--evaluation", required=True, help="the claim's evaluation (from `evaluate`)")
     e.add_argument("--figures", nargs="*", default=[])
-    e.add_argument("--scale", required=True)
-    e.add_argument("--config-hash", default=None)
     e.add_argument("--out", required=True)
     t = sub.add_parser("table", help="aggregate ledger entries into the claims table")
     t.add_argument("entries", nargs="+")
@@ -327,11 +368,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--pdf", nargs="*", default=[])
     args = ap.parse_args(argv)
 
-    if args.cmd == "entry":
-        entry = make_entry(args.claim, load_results(args.results), scale=args.scale,
-                           figures=args.figures, config_hash=args.config_hash)
-        write_json(args.out, entry)
-        print(f"{args.claim}: {entry['verdict']} -- {entry['reason']}")
+    if args.cmd == "evaluate":
+        evaluation = make_evaluation(args.claim, load_results(args.results), scale=args.scale,
+                                     config_hash=args.config_hash)
+        write_json(args.out, evaluation)
+        print(f"{args.claim}: {evaluation['verdict']} -- {evaluation['reason']}")
+    elif args.cmd == "entry":
+        evaluation = read_json(args.evaluation)
+        if evaluation.get("id") != args.claim:
+            print(f"{args.evaluation} is the evaluation of {evaluation.get('id')!r}, not {args.claim}", file=sys.stderr)
+            return 1
+        write_json(args.out, entry_from_evaluation(evaluation, args.figures))
     elif args.cmd == "table":
         entries = [read_json(p) for p in args.entries]
         write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))
