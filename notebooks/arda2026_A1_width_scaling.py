@@ -10,7 +10,7 @@
 
 # %% [markdown]
 # # A1 (Arda et al. 2026, Fig. 1): three metrics decay like m^-1/2
-# Plotting only: numbers from `results/arda2026/A1_width_scaling.json` (rule `A1_arda2026_width_scaling`).
+# Plotting only: numbers from `results/arda2026/A1_width_scaling.json` (rule `arda2026_sweep_aggregate`, claim A1).
 # Same axes as Fig. 1: absolute values, log-log, median (markers), mean +-95% CI over seeds (band),
 # power law fitted to the medians (dashed). One row per teacher: the authors' (diagonal logits, the
 # verdict's) and, where it ran, the paper's (full W_k) on the same seeds.

@@ -10,7 +10,7 @@
 
 # %% [markdown]
 # # A2 (Arda et al. 2026): width needed for a fixed error vs sample size n
-# Plotting only: numbers from `results/arda2026/A2_sample_size.json` (rule `A2_arda2026_sample_size`).
+# Plotting only: numbers from `results/arda2026/A2_sample_size.json` (rule `arda2026_sweep_aggregate`, claim A2).
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A2_sample_size.json"]

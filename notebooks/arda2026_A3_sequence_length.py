@@ -10,7 +10,7 @@
 
 # %% [markdown]
 # # A3 (Arda et al. 2026): optimisation error vs sequence length T
-# Plotting only: numbers from `results/arda2026/A3_sequence_length.json` (rule `A3_arda2026_sequence_length`).
+# Plotting only: numbers from `results/arda2026/A3_sequence_length.json` (rule `arda2026_sweep_aggregate`, claim A3).
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A3_sequence_length.json"]

@@ -10,7 +10,7 @@
 
 # %% [markdown]
 # # A4 (Arda et al. 2026, Fig. 2): lag-L forecasting, transformer vs IndRNN
-# Plotting only: numbers from `results/arda2026/A4_lag_forecasting.json` (rule `A4_arda2026_lag_forecasting`).
+# Plotting only: numbers from `results/arda2026/A4_lag_forecasting.json` (rule `arda2026_sweep_aggregate`, claim A4).
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A4_lag_forecasting.json"]
