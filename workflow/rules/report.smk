@@ -29,3 +29,12 @@ rule replication_report:
         f"{PY} -m ntkrepro.report --template {{input.template:q}} --table {{input.table:q}} "
         "--entries {input.entries:q} --captions {input.captions:q} --scale {params.scale} "
         "--tex {output.tex:q} --pdf {output.pdf:q} > {log:q} 2>&1"
+
+
+onstart:
+    # Tell a user without LaTeX in the first second, not when the report rule runs an hour later.
+    from ntkrepro.report import INSTALL_HINT, latex_available
+
+    if not latex_available():
+        print(f"WARNING: {INSTALL_HINT}\nThe report rule will fail; every other output still builds "
+              "(use --keep-going).", file=sys.stderr)
