@@ -22,6 +22,7 @@ import argparse
 import enum
 import importlib
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -100,6 +101,15 @@ class ClaimSpec:
     evaluate: Callable[[Results, str], Evaluation] | None = None
     version: int = 1
     amendments: tuple[Amendment, ...] = ()
+    quote: str = ""
+
+    def paper_sentence(self) -> str:
+        """The paper's sentence the claim tests: ``quote`` if given, else the first quoted passage
+        of the criterion with the location that precedes it (``Paper, Sec. 3: "..."``), else ""."""
+        if self.quote:
+            return self.quote
+        m = re.match(r'\s*(Paper[^:"]*:\s*)?"([^"]+)"', self.criterion)
+        return f'{(m.group(1) or "").strip()} "{m.group(2)}"'.strip() if m else ""
 
     def __post_init__(self) -> None:
         if self.version != 1 + len(self.amendments):
@@ -119,7 +129,7 @@ def register(spec: ClaimSpec) -> Callable[[Callable[[Results, str], Evaluation]]
         if spec.id in _REGISTRY and _REGISTRY[spec.id].evaluate is not fn:
             raise ValueError(f"claim {spec.id} registered twice")
         _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn, spec.version,
-                                       tuple(spec.amendments))
+                                       tuple(spec.amendments), spec.quote)
         return fn
 
     return deco
@@ -224,6 +234,7 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         "paper": spec.paper,
         "paper_ref": f"{paper.authors} ({paper.year}), {paper.title}, {paper.ref}",
         "statement": spec.statement,
+        "paper_sentence": spec.paper_sentence(),
         "criterion": spec.criterion,
         "criterion_version": spec.version,
         "amendments": [a.as_dict() for a in spec.amendments],
@@ -257,7 +268,7 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
 # --------------------------------------------------------------------------------------------
 # Aggregate table
 
-_TABLE_COLUMNS = ("id", "paper", "verdict", "scale", "headline", "criterion", "power", "substitutes")
+_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "scale", "headline", "criterion", "power", "substitutes")
 
 
 def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
@@ -279,7 +290,8 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     for e in sorted(entries, key=lambda e: (order.index(e["paper"]), int(e["id"][1:]))):
         n_am = len(e.get("amendments", []))
         crit = f"v{e.get('criterion_version', 1)}" + (f" (amended {n_am}x after results were seen)" if n_am else "")
-        rows.append({"id": e["id"], "paper": e["paper"], "verdict": e["verdict"], "scale": e["scale"],
+        rows.append({"id": e["id"], "paper": e["paper"], "statement": e["statement"], "verdict": e["verdict"],
+                     "scale": e["scale"],
                      "headline": _headline(e), "criterion": crit,
                      "power": " | ".join(p["text"] for p in e.get("power", [])),
                      "substitutes": "; ".join(e.get("substitutes", []))})
@@ -294,7 +306,8 @@ def _tex_escape(s: str) -> str:
 
 
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
-    """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body."""
+    """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body (columns id,
+    statement, verdict, scale, headline, criterion version; the header is in the report template)."""
     import csv
     import io
 
@@ -311,6 +324,7 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
         tmp.write_text("\n".join(md) + "\n")
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
+           rf"{_tex_escape(r['statement'])} & "
            rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(r['scale'])} & "
            rf"{_tex_escape(r['headline'])} & {_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\"
            for r in rows]
