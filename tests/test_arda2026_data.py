@@ -213,3 +213,24 @@ def test_a4_shard_reruns_identically():
     a = forecasting.run_a4_shard(params, RunContext(scale="smoke"))
     b = forecasting.run_a4_shard(dict(params), RunContext(scale="smoke"))
     assert a == b and a["tasks"] and all(np.isfinite(t["tf_min_val"]).all() for t in a["tasks"])
+
+
+def test_sweep_table_names_existing_functions_and_shard_files():
+    """The workflow's sweep table (ntkrepro.arda2026.sweeps) points at real shard/aggregate functions."""
+    import importlib
+
+    import yaml
+
+    from ntkrepro.arda2026 import sweeps
+
+    arda = yaml.safe_load(open("config/smoke.yaml"))["arda2026"]
+    for claim, row in sweeps.SWEEPS.items():
+        for step in ("shard", "aggregate"):
+            mod, fn = sweeps.function(claim, step).split(":")
+            assert callable(getattr(importlib.import_module(mod), fn)), (claim, step)
+        files = sweeps.shard_files("R", arda, claim)
+        assert files == [f"R/arda2026/shards/{claim}_{row['shard_name']}_{k}.json" for k in range(len(files))]
+        assert row["sweep"] in arda[claim] and sweeps.size_text(arda, claim).startswith(row["sweep"])
+    assert "teacher" in sweeps.section(arda, "A1") and "teacher" not in sweeps.section(arda, "A4")
+    with pytest.raises(ValueError):
+        sweeps.function("A1", "fit")

@@ -2,89 +2,47 @@
 # Library: src/ntkrepro/arda2026/. Report: paper/sections/arda2026.tex.
 # A1-A4: one shard job per group of (sweep point, seed group) tasks (config `jobs`; at paper scale
 # jobs = #tasks, i.e. one job per task), then an aggregation rule that fits; the notebook plots.
-# Both rules are wildcarded over the claim (table _ARDA_SWEEPS); shard jobs get
+# Both rules are wildcarded over the claim (table ntkrepro.arda2026.sweeps.SWEEPS); shard jobs get
 # arda2026.shard_runtime_min minutes (paper-size shards train n=5000 for 4000-5000 steps on CPU).
-from ntkrepro.arda2026 import forecasting as _arda_forecasting
-from ntkrepro.arda2026 import scaling as _arda_scaling
+from ntkrepro.arda2026 import sweeps as _arda_sweeps
 
 ARDA = config["arda2026"]
 validate_section("arda2026", "../schemas/arda2026.schema.yaml")
 
 
-# The sweep claims A1-A4, one row each: results name, shard file name, library module, shard and
-# aggregate functions, what the sweep varies (for the rules' messages) and the figure caption.
-# One wildcarded shard rule and one aggregate rule serve them all; parameters come from this table.
-_ARDA_SWEEPS = {
-    "A1": dict(name="width_scaling", shard_name="width", module="scaling", sweep="widths",
-               title="training loss, approximation and linearisation errors ~ m^-1/2 (Fig. 1)",
-               caption=(
-                   "A1 (Arda et al. 2026, Fig. 1), on the paper's axes: minimum training loss over the "
-                   "projected-GD steps, approximation error (max over the inputs of the width-m transported "
-                   "linear model vs the teacher) and linearisation error (worst perturbation found on the "
-                   "projection ball's edge) vs width m, log-log, absolute values. Top row: the authors' "
-                   "teacher (diagonal logits; the verdict's); bottom row: the paper's teacher (full W_k), same "
-                   "seeds. Medians (markers), mean +-95% CI over seeds (bands), power law fitted to the medians "
-                   "(dashed), per-seed slope with its 95% interval in the legend, m^-1/2 reference (dotted)."
-               )),
-    "A2": dict(name="sample_size", shard_name="sample_size", module="scaling", sweep="n_values",
-               title="width needed for a fixed error grows like log n",
-               caption=(
-                   "A2 (Arda et al. 2026), authors' teacher: left, approximation error (max over the first n "
-                   "inputs, median over teacher draws) vs width for each n with the target error; right, the "
-                   "width m*(n) reaching the target vs n with the fitted a log n + b and C n^p curves (exponent "
-                   "with 95% bootstrap interval over teacher draws)."
-               )),
-    "A3": dict(name="sequence_length", shard_name="sequence_length", module="scaling", sweep="T_values",
-               title="optimisation error independent of T",
-               caption=(
-                   "A3 (Arda et al. 2026), authors' teacher: left, absolute minimum training loss after "
-                   "projected GD vs sequence length T at fixed width and sample size (mean with 95% "
-                   "hierarchical-bootstrap CI over teacher draws and seeds; one marker per teacher draw), the "
-                   "initial loss (mean y^2) for reference, log-log slope with its interval (the judged "
-                   "quantity); right, the loss divided by the teacher's label variance (description)."
-               )),
-    "A4": dict(name="lag_forecasting", shard_name="lag_forecasting", module="forecasting", sweep="L_values",
-               title="lag-L forecasting, transformer vs IndRNN (Fig. 2)",
-               caption=(
-                   "A4 (Arda et al. 2026, Fig. 2): lag-L forecasting. Top, minimum validation MSE (standardised "
-                   "target; Bayes risk 0.19 dashed) vs lag L for the transformer and IndRNN; bottom, mean of "
-                   "block maxima of the gradient norm of the transformer's W and the IndRNN's recurrent u. "
-                   "Medians with mean +-95% CI over seeds."
-               )),
+# Sweep claims A1-A4: one wildcarded shard rule and one aggregate rule serve them all, with
+# parameters from the table ntkrepro.arda2026.sweeps.SWEEPS; the figure captions are here.
+_ARDA_CAPTIONS = {
+    "A1": (
+        "A1 (Arda et al. 2026, Fig. 1), on the paper's axes: minimum training loss over the "
+        "projected-GD steps, approximation error (max over the inputs of the width-m transported "
+        "linear model vs the teacher) and linearisation error (worst perturbation found on the "
+        "projection ball's edge) vs width m, log-log, absolute values. Top row: the authors' "
+        "teacher (diagonal logits; the verdict's); bottom row: the paper's teacher (full W_k), same "
+        "seeds. Medians (markers), mean +-95% CI over seeds (bands), power law fitted to the medians "
+        "(dashed), per-seed slope with its 95% interval in the legend, m^-1/2 reference (dotted)."
+    ),
+    "A2": (
+        "A2 (Arda et al. 2026), authors' teacher: left, approximation error (max over the first n "
+        "inputs, median over teacher draws) vs width for each n with the target error; right, the "
+        "width m*(n) reaching the target vs n with the fitted a log n + b and C n^p curves (exponent "
+        "with 95% bootstrap interval over teacher draws)."
+    ),
+    "A3": (
+        "A3 (Arda et al. 2026), authors' teacher: left, absolute minimum training loss after "
+        "projected GD vs sequence length T at fixed width and sample size (mean with 95% "
+        "hierarchical-bootstrap CI over teacher draws and seeds; one marker per teacher draw), the "
+        "initial loss (mean y^2) for reference, log-log slope with its interval (the judged "
+        "quantity); right, the loss divided by the teacher's label variance (description)."
+    ),
+    "A4": (
+        "A4 (Arda et al. 2026, Fig. 2): lag-L forecasting. Top, minimum validation MSE (standardised "
+        "target; Bayes risk 0.19 dashed) vs lag L for the transformer and IndRNN; bottom, mean of "
+        "block maxima of the gradient norm of the transformer's W and the IndRNN's recurrent u. "
+        "Medians with mean +-95% CI over seeds."
+    ),
 }
-
-
-def _arda_cfg(claim):
-    """Claim section; A1-A3 carry the shared teacher (teacher.kind is the verdict's teacher, the
-    claim's compare_kinds run beside it)."""
-    return ARDA[claim] if claim == "A4" else {**ARDA[claim], "teacher": ARDA["teacher"]}
-
-
-def _arda_fn(claim, step):
-    """`module:function` of claim's `step` ("shard": run_<claim>_shard, "aggregate": aggregate_<claim>)."""
-    fn = f"run_{claim.lower()}_shard" if step == "shard" else f"aggregate_{claim.lower()}"
-    return f"ntkrepro.arda2026.{_ARDA_SWEEPS[claim]['module']}:{fn}"
-
-
-def _arda_n_shards(claim):
-    mod = _arda_forecasting if claim == "A4" else _arda_scaling
-    return mod.n_shards(ARDA[claim]) if claim == "A4" else mod.n_shards(_arda_cfg(claim), claim)
-
-
-def _arda_size(claim):
-    """The sweep's size for the rules' messages, e.g. "widths [8, 32, 128], 3 seeds"."""
-    c = ARDA[claim]
-    sweep = _ARDA_SWEEPS[claim]["sweep"]
-    return f"{sweep} {c.get(sweep, '?')}, {len(c.get('seeds', []))} seeds"
-
-
-_ARDA_SHARDS = {c: _arda_n_shards(c) for c in _ARDA_SWEEPS}
-
-
-def _arda_shard_files(wc):
-    """The shard outputs the aggregate rule of claim `wc.claim` collects."""
-    what = _ARDA_SWEEPS[wc.claim]["shard_name"]
-    return [f"{R}/arda2026/shards/{wc.claim}_{what}_{k}.json" for k in range(_ARDA_SHARDS[wc.claim])]
+_ARDA_SHARDS = {c: _arda_sweeps.n_shards(ARDA, c) for c in _arda_sweeps.SWEEPS}
 
 
 rule arda2026_sweep_shard:
@@ -101,14 +59,13 @@ rule arda2026_sweep_shard:
         what="[a-z_]+",
         shard=r"\d+",
     message:
-        "{wildcards.claim} (Arda et al. 2026) shard {wildcards.shard} of {params.n_shards}: {params.size}, "
-        f"scale {SCALE}"
+        f"{{wildcards.claim}} (Arda et al. 2026) shard {{wildcards.shard}} of {{params.n_shards}}: {{params.size}}, scale {SCALE}"
     params:
-        function=lambda wc: _arda_fn(wc.claim, "shard"),
-        code_hash=lambda wc: function_code_hash(_arda_fn(wc.claim, "shard")),
-        cfg=lambda wc: as_json({**_arda_cfg(wc.claim), "shard": int(wc.shard)}),
+        function=lambda wc: _arda_sweeps.function(wc.claim, "shard"),
+        code_hash=lambda wc: function_code_hash(_arda_sweeps.function(wc.claim, "shard")),
+        cfg=lambda wc: as_json({**_arda_sweeps.section(ARDA, wc.claim), "shard": int(wc.shard)}),
         n_shards=lambda wc: _ARDA_SHARDS[wc.claim],
-        size=lambda wc: _arda_size(wc.claim),
+        size=lambda wc: _arda_sweeps.size_text(ARDA, wc.claim),
         extra="",
     resources:
         mem_mb=4000,
@@ -123,7 +80,7 @@ rule arda2026_sweep_aggregate:
     """Aggregate the shards of sweep claim {claim} (A1-A4) into its results file: medians, intervals,
     fits (ntkrepro.arda2026.scaling.aggregate_a1/2/3, forecasting.aggregate_a4)."""
     input:
-        _arda_shard_files,
+        lambda wc: _arda_sweeps.shard_files(R, ARDA, wc.claim),
     output:
         results=f"{R}/arda2026/{{claim}}_{{name}}.json",
     log:
@@ -134,13 +91,13 @@ rule arda2026_sweep_aggregate:
         claim="A[1-4]",
         name="[a-z_]+",
     message:
-        "{wildcards.claim} (Arda et al. 2026) aggregate {params.n_shards} shard(s): {params.size}, scale " + SCALE
+        f"{{wildcards.claim}} (Arda et al. 2026) aggregate {{params.n_shards}} shard(s): {{params.size}}, scale {SCALE}"
     params:
-        function=lambda wc: _arda_fn(wc.claim, "aggregate"),
-        code_hash=lambda wc: function_code_hash(_arda_fn(wc.claim, "aggregate")),
-        cfg=lambda wc, input: as_json({**_arda_cfg(wc.claim), "shard_files": list(input)}),
+        function=lambda wc: _arda_sweeps.function(wc.claim, "aggregate"),
+        code_hash=lambda wc: function_code_hash(_arda_sweeps.function(wc.claim, "aggregate")),
+        cfg=lambda wc, input: as_json({**_arda_sweeps.section(ARDA, wc.claim), "shard_files": list(input)}),
         n_shards=lambda wc: _ARDA_SHARDS[wc.claim],
-        size=lambda wc: _arda_size(wc.claim),
+        size=lambda wc: _arda_sweeps.size_text(ARDA, wc.claim),
         extra="",
     resources:
         mem_mb=1000,
@@ -151,10 +108,10 @@ rule arda2026_sweep_aggregate:
         compute_cmd()
 
 
-for _claim, _sweep in _ARDA_SWEEPS.items():
+for _claim, _sweep in _arda_sweeps.SWEEPS.items():
     _results = f"{R}/arda2026/{_claim}_{_sweep['name']}.json"
     _figure = f"arda2026_{_claim}_{_sweep['name']}"
-    register_figure(_figure, results=[_results], caption=_sweep["caption"])
+    register_figure(_figure, results=[_results], caption=_ARDA_CAPTIONS[_claim])
     register_claim(_claim, "arda2026", [_results], [_figure])
 
 
