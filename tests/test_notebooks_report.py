@@ -178,3 +178,13 @@ def test_report_opens_each_claim_with_the_papers_sentence(tmp_path, monkeypatch)
     sub = tex[tex.index("Claim H2"):]
     assert sub.index("Under d\\textasciicircum{}-1 scaling") < sub.index("Statement.")
     assert "\\endhead" in tex and "continued on the next page" in tex and "claim (statement)" in tex
+
+
+def test_paper_sentence_comes_from_quote_criterion_or_statement():
+    from ntkrepro.ledger import ClaimSpec
+
+    assert ClaimSpec("X1", "hron2020", "s", "c", quote="Q").paper_sentence() == "Q"
+    assert ClaimSpec("X1", "hron2020", "s", 'Paper, Sec. 2: "a b c" then more').paper_sentence() == 'Paper, Sec. 2: "a b c"'
+    assert (ClaimSpec("X1", "hron2020", "the model's loss 'is flat over all the lags' (Fig. 2)", "c").paper_sentence()
+            == '"is flat over all the lags"')
+    assert ClaimSpec("X1", "hron2020", "the transformer's loss is flat while the RNN's grows", "c").paper_sentence() == ""

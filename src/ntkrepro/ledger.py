@@ -104,12 +104,17 @@ class ClaimSpec:
     quote: str = ""
 
     def paper_sentence(self) -> str:
-        """The paper's sentence the claim tests: ``quote`` if given, else the first quoted passage
-        of the criterion with the location that precedes it (``Paper, Sec. 3: "..."``), else ""."""
+        """The paper's sentence the claim tests: ``quote`` if given; else the quoted passage the
+        criterion opens with, with its location (``Paper, Sec. 3: "..."``); else the first quoted
+        passage (20 characters or more, in double quotes or in single quotes that are not
+        apostrophes) of the statement; else ""."""
         if self.quote:
             return self.quote
         m = re.match(r'\s*(Paper[^:"]*:\s*)?"([^"]+)"', self.criterion)
-        return f'{(m.group(1) or "").strip()} "{m.group(2)}"'.strip() if m else ""
+        if m:
+            return f'{(m.group(1) or "").strip()} "{m.group(2)}"'.strip()
+        m = re.search(r'"([^"]{20,})"|(?:^|(?<=[\s(:]))\'([^\']{20,})\'(?=[\s).,;:]|$)', self.statement)
+        return f'"{m.group(1) or m.group(2)}"' if m else ""
 
     def __post_init__(self) -> None:
         if self.version != 1 + len(self.amendments):

@@ -105,6 +105,8 @@ _G1_G2_CONTROL = Amendment(
         "default": "reproduced; max rel. error fp64 0, fp32 0 over 20 sites (old criterion applied to the "
                    "default G1 results, whose computation this change does not alter)",
         "smoke": "reproduced; max rel. error fp64 0, fp32 0 over 20 sites (old code of commit 30aa816 re-run at smoke scale by this change's author)"}),),
+    quote=('Paper, abstract: "we prove a universal Kronecker-core theorem showing that K admits an exact, '
+           'forward-pass-computable form given by the Gram matrix of weight-site variables"'),
 ))
 def evaluate_g1(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G1_")
@@ -165,6 +167,8 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
                    "smallest control error 0.0168 (baseline run of commit 30aa816)",
         "smoke": "reproduced; tiny GPTNeoX (2 layers), max rel. error 1.33e-07 over 8 sites; smallest control "
                  "error 0.162 (baseline run of commit 30aa816)"}),),
+    quote=('Paper, abstract: "we validate the main theorems in a self-attention transformer and a pretrained '
+           'Pythia transformer language model with 410 million parameters"'),
 ))
 def evaluate_g2(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G2_")
