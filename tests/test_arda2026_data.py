@@ -234,3 +234,21 @@ def test_sweep_table_names_existing_functions_and_shard_files():
     assert "teacher" in sweeps.section(arda, "A1") and "teacher" not in sweeps.section(arda, "A4")
     with pytest.raises(ValueError):
         sweeps.function("A1", "fit")
+
+
+def test_aggregate_a1_refuses_metrics_on_different_seed_grids(tmp_path):
+    """The recorded seeds are those of every metric and kind (no silently overwritten last grid)."""
+    from ntkrepro.io import write_json
+    from ntkrepro.run import RunContext
+
+    t = {"kind": "authors", "R": 4, "nu": 3.0, "n_mc": 64}
+    rows = [{"kind": kind, "seed": s, "m": m, "n": 100, "T": 4, "label_stats": {"mean_y2": 1.0, "var": 1.0},
+             **{k: float(m**-0.5) for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss",
+                                              "val_loss")}, **({"lin_error": float(m**-0.5)} if kind == "authors" else {})}
+            for kind, seeds in (("authors", (1, 2, 3)), ("paper", (1, 2))) for s in seeds for m in (8, 16, 32)]
+    write_json(tmp_path / "a1.json", {"rows": rows})
+    prm = {"shard_files": [str(tmp_path / "a1.json")], "n_boot": 100, "teacher": t, "compare_kinds": ["paper"]}
+    with pytest.raises(ValueError, match="different"):
+        scaling.aggregate_a1(prm, RunContext(scale="smoke"))
+    out = scaling.aggregate_a1(dict(prm, compare_kinds=[]), RunContext(scale="smoke"))
+    assert out["seeds"] == [1, 2, 3] and out["widths"] == [8, 16, 32]

@@ -458,22 +458,22 @@ def aggregate_a1(params: dict, ctx) -> dict:
     rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
     out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"]}
     lin_rows = [r for r in rows if "lin_error" in r]
+    grids: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()  # (widths, seeds) of every metric's grid
     for kind in teacher_kinds(params):
         kr = [r for r in rows if r["kind"] == kind]
         res: dict[str, Any] = {"metrics": {}}
-        for metric in METRICS_A1:
+        for metric in (*METRICS_A1, "final_train_loss", "initial_loss", "val_loss"):
             src = lin_rows if metric == "lin_error" else kr
             (widths, seeds), vals = grid(src, ("m", "seed"), metric)
-            res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
-        for metric in ("final_train_loss", "initial_loss", "val_loss"):
-            (widths, seeds), vals = grid(kr, ("m", "seed"), metric)
+            grids.add((tuple(widths), tuple(seeds)))
             res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
         res["label_stats"] = {str(r["seed"]): r["label_stats"] for r in kr}
         res["mean_y2"] = float(np.mean([v["mean_y2"] for v in res["label_stats"].values()]))
         res["seeds"] = seeds
         out["kinds"][kind] = res
-    out["widths"] = widths
-    out["seeds"] = seeds
+    if len(grids) != 1:  # one (widths, seeds) grid for every metric and kind, so the recorded one is everyone's
+        raise ValueError(f"A1 metrics were computed on different (widths, seeds) grids: {sorted(grids)}")
+    out["widths"], out["seeds"] = (list(v) for v in grids.pop())
     return out
 
 
