@@ -10,6 +10,7 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
+from ntkrepro.papers import PAPERS
 from ntkrepro.provenance import configfiles_missing_keys
 
 min_version("9.0")
@@ -38,12 +39,15 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/hron2020.smk"
-include: "workflow/rules/hron2020_cifar10.smk"
-include: "workflow/rules/hron2020_imdb.smk"
-include: "workflow/rules/arda2026.smk"
-include: "workflow/rules/hazelden2026.smk"
-include: "workflow/rules/framework.smk"
+
+
+# one set of rule files per paper, from the paper registry (ntkrepro.papers.PAPERS)
+for _paper in PAPERS.values():
+    for _rules in _paper.rule_files:
+
+        include: f"workflow/rules/{_rules}"
+
+
 include: "workflow/rules/ledger.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/benchmarks.smk"

@@ -10,13 +10,14 @@
 
 # %% [markdown]
 # # A1 (Arda et al. 2026, Fig. 1): three metrics decay like m^-1/2
-# Plotting only: numbers from `results/arda2026/A1_width_scaling.json` (rule `A1_arda2026_width_scaling`).
+# Plotting only: numbers from `results/arda2026/A1_width_scaling.json` (rule `arda2026_sweep_aggregate`, claim A1).
 # Same axes as Fig. 1: absolute values, log-log, median (markers), mean +-95% CI over seeds (band),
 # power law fitted to the medians (dashed). One row per teacher: the authors' (diagonal logits, the
 # verdict's) and, where it ran, the paper's (full W_k) on the same seeds.
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A1_width_scaling.json"]
+evaluation = "results/claims/evaluations/A1.json"
 png = "results/figures/arda2026_A1_width_scaling.png"
 pdf = "results/figures/arda2026_A1_width_scaling.pdf"
 scale = "default"
@@ -25,12 +26,9 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.arda2026.claims import substitutes_for
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 head = res["headline_kind"]
 kinds = [head] + [k for k in res["kinds"] if k != head]
 names = {"authors": "authors' teacher (diagonal logits)", "paper": "paper's teacher (full $W_k$)"}
@@ -64,4 +62,4 @@ fig.suptitle(f"Width scaling, {len(res['seeds'])} seeds = teacher draws (n={prm[
              f"{prm['steps']} projected-GD steps, step 1.75/sqrt(steps), rho={prm['rho']})")
 fig.tight_layout(rect=(0, 0.03, 1, 0.97))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=substitutes_for("A1", prm, scale))
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

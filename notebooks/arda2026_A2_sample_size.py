@@ -10,10 +10,11 @@
 
 # %% [markdown]
 # # A2 (Arda et al. 2026): width needed for a fixed error vs sample size n
-# Plotting only: numbers from `results/arda2026/A2_sample_size.json` (rule `A2_arda2026_sample_size`).
+# Plotting only: numbers from `results/arda2026/A2_sample_size.json` (rule `arda2026_sweep_aggregate`, claim A2).
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A2_sample_size.json"]
+evaluation = "results/claims/evaluations/A2.json"
 png = "results/figures/arda2026_A2_sample_size.png"
 pdf = "results/figures/arda2026_A2_sample_size.pdf"
 scale = "default"
@@ -23,12 +24,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from ntkrepro.arda2026.claims import substitutes_for
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-out = read_json(results[0])
+(out,), ev = load_claim_inputs(results, evaluation)
 res = out["kinds"][out["headline_kind"]]
 names = {"authors": "authors' teacher", "paper": "paper's teacher"}
 w = np.array(res["widths"], float)
@@ -60,4 +58,4 @@ axes[1].xaxis.set_minor_formatter(NullFormatter())
 axes[1].legend(fontsize=7)
 fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=out["provenance"],
-            substitutes=substitutes_for("A2", out["params"], scale))
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

@@ -10,10 +10,11 @@
 
 # %% [markdown]
 # # A3 (Arda et al. 2026): optimisation error vs sequence length T
-# Plotting only: numbers from `results/arda2026/A3_sequence_length.json` (rule `A3_arda2026_sequence_length`).
+# Plotting only: numbers from `results/arda2026/A3_sequence_length.json` (rule `arda2026_sweep_aggregate`, claim A3).
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A3_sequence_length.json"]
+evaluation = "results/claims/evaluations/A3.json"
 png = "results/figures/arda2026_A3_sequence_length.png"
 pdf = "results/figures/arda2026_A3_sequence_length.pdf"
 scale = "default"
@@ -23,12 +24,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from ntkrepro.arda2026.claims import substitutes_for
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 
 # %%
 head = res["headline_kind"]
@@ -76,4 +74,4 @@ fig.suptitle(f"m={res['m']}, n={res['n']}, {res['steps']} steps; {len(r['teacher
              f"{len(r['seeds'])} seeds per T (hierarchical bootstrap)")
 fig.tight_layout(rect=(0, 0.03, 1, 0.95))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=substitutes_for("A3", res["params"], scale))
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

@@ -10,10 +10,11 @@
 
 # %% [markdown]
 # # A4 (Arda et al. 2026, Fig. 2): lag-L forecasting, transformer vs IndRNN
-# Plotting only: numbers from `results/arda2026/A4_lag_forecasting.json` (rule `A4_arda2026_lag_forecasting`).
+# Plotting only: numbers from `results/arda2026/A4_lag_forecasting.json` (rule `arda2026_sweep_aggregate`, claim A4).
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A4_lag_forecasting.json"]
+evaluation = "results/claims/evaluations/A4.json"
 png = "results/figures/arda2026_A4_lag_forecasting.png"
 pdf = "results/figures/arda2026_A4_lag_forecasting.pdf"
 scale = "default"
@@ -22,12 +23,9 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.arda2026.claims import substitutes_for
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 
 # %%
 fig, axes = plt.subplots(2, 1, figsize=(6.5, 7), sharex=True)
@@ -50,4 +48,4 @@ fig.suptitle(f"m={res['params']['m']}, {res['params']['steps']} GD steps, lr {re
              f"{len(res['seeds'])} seeds")
 fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=substitutes_for("A4", res["params"], scale))
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

@@ -14,6 +14,7 @@
 
 # %% tags=["parameters"]
 results = ["results/arda2026/A5_attention_share.json"]
+evaluation = "results/claims/evaluations/A5.json"
 png = "results/figures/arda2026_A5_attention_share.png"
 pdf = "results/figures/arda2026_A5_attention_share.pdf"
 scale = "default"
@@ -22,12 +23,9 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.arda2026.claims import substitutes_for
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 w = np.array(res["widths"], float)
 
 # %%
@@ -45,4 +43,4 @@ ax.set(xscale="log", ylim=(0, 1), xlabel="width m", ylabel="share of the empiric
 ax.legend(fontsize=7)
 fig.tight_layout(rect=(0, 0.03, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=substitutes_for("A5", res["params"], scale))
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

@@ -14,6 +14,7 @@
 
 # %% tags=["parameters"]
 results = ["results/framework/F2_kernel_regime.json"]
+evaluation = "results/claims/evaluations/F2.json"
 png = "results/figures/framework_F2_deviation.png"
 pdf = "results/figures/framework_F2_deviation.pdf"
 scale = "default"
@@ -22,17 +23,14 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.framework.claims import F2_MARGIN, evaluate_f2
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
-ev = evaluate_f2({"F2_kernel_regime": res}, scale)
+(res,), ev = load_claim_inputs(results, evaluation)
+F2_MARGIN = ev["figure_data"]["margin"]
 w = np.array(res["widths"], float)
 prim = res["primary_activation"]
 d = res["by_activation"][prim]
-M = ev.measured
+M = ev["measured"]
 
 
 def seeds_and_mean(ax, vals, color, label, center=np.mean):
@@ -49,7 +47,7 @@ fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
 ax = axes[0]
 g = seeds_and_mean(ax, d["gap"], "C0", f"gap, train+test ({prim}; seed mean)")
 s = M["gap_slope_vs_width"]
-ax.plot(w, g[0] * (w / w[0]) ** s.value, "k--", lw=1, label=f"fit: slope {s.value:.2f} [{s.low:.2f}, {s.high:.2f}]")
+ax.plot(w, g[0] * (w / w[0]) ** s["value"], "k--", lw=1, label=f"fit: slope {interval_text(s)}")
 ax.fill_between(w, g[0] * (w / w[0]) ** F2_MARGIN[0], g[0] * (w / w[0]) ** F2_MARGIN[1], color="C3", alpha=0.12,
                 label=f"margin: slope in [{F2_MARGIN[0]}, {F2_MARGIN[1]}]")
 ax.plot(w, np.mean(d["gap_test"], 1), "^:", color="C0", ms=4, label="test inputs only")
@@ -60,8 +58,8 @@ ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="||f_T - f_T^lin|| /
        title="trained network vs linearised model")
 ax.legend(fontsize=7)
 ax = axes[1]
-seeds_and_mean(ax, d["init_dev_sq"], "C1", f"E ||Th_0 - Th_inf||^2/||Th_inf||^2 (slope {M['init_dev_sq_mean_slope'].value:.2f})")
-seeds_and_mean(ax, d["ntk_rel_change"], "C2", f"||Th_T - Th_0||/||Th_0|| (slope {M['ntk_movement_slope'].value:.2f})")
+seeds_and_mean(ax, d["init_dev_sq"], "C1", f"E ||Th_0 - Th_inf||^2/||Th_inf||^2 (slope {M['init_dev_sq_mean_slope']['value']:.2f})")
+seeds_and_mean(ax, d["ntk_rel_change"], "C2", f"||Th_T - Th_0||/||Th_0|| (slope {M['ntk_movement_slope']['value']:.2f})")
 ax.plot(w, np.mean(d["init_dev_sq"], 1)[0] * w[0] / w, ":", color="0.4", label="W^-1")
 ax.set(xscale="log", yscale="log", xlabel="width W", title="secondary: initial NTK deviation, NTK movement")
 ax.legend(fontsize=7)
@@ -70,12 +68,13 @@ m = seeds_and_mean(ax, d["init_dev"], "C5", "one draw (median over seeds)", cent
 sd = M["single_draw_init_dev_slope"]
 ax.plot(w, m[0] * (w / w[0]) ** -0.5, ":", color="0.4", label="W^-1/2 (fluctuation)")
 ax.set(xscale="log", yscale="log", xlabel="width W", ylabel="||Th_0 - Th_inf|| / ||Th_inf||",
-       title=f"context: single-draw deviation, slope {sd.value:.2f} [{sd.low:.2f}, {sd.high:.2f}]")
+       title=f"context: single-draw deviation, slope {interval_text(sd)}")
 ax.legend(fontsize=7)
 rows = [[str(int(a)), f"{b:.4f}"] for a, b in zip(w, g)]
 tab = axes[0].table(cellText=rows, colLabels=["W", "mean gap"], loc="lower left",
                     bbox=[0.02, 0.02, 0.3, 0.055 * (len(rows) + 1)])
 tab.set_fontsize(7)
-fig.suptitle(f"F2: O(1/W) kernel regime -- verdict: {ev.verdict.value}")
+fig.suptitle("F2: O(1/W) kernel regime")
 fig.tight_layout(rect=(0, 0.05, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

@@ -15,6 +15,7 @@
 
 # %% tags=["parameters"]
 results = ["results/framework/F3_positions.json"]
+evaluation = "results/claims/evaluations/F3.json"
 png = "results/figures/framework_F3_positions.png"
 pdf = "results/figures/framework_F3_positions.pdf"
 scale = "default"
@@ -23,11 +24,9 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 V = res["variants"]
 names = {"pe": "attention + sinusoidal PE", "no_pe": "attention, no PE", "no_attention_pe": "no attention, PE"}
 
@@ -40,8 +39,8 @@ for ax, (k, label) in zip(axes[0], names.items()):
     fig.colorbar(im, ax=ax, fraction=0.046)
 ax = axes[1, 0]
 for k, label in names.items():
-    ev = np.array(V[k]["eigenvalues"])
-    ax.plot(np.arange(1, ev.size + 1), ev / ev.sum(), "o-", ms=3, label=f"{label} (eff. rank {V[k]['effective_rank']:.1f})")
+    lam = np.array(V[k]["eigenvalues"])
+    ax.plot(np.arange(1, lam.size + 1), lam / lam.sum(), "o-", ms=3, label=f"{label} (eff. rank {V[k]['effective_rank']:.1f})")
 ax.set(yscale="log", xlabel="eigenvalue index", ylabel="lambda / sum lambda", title="spectra of mean kernels")
 ax.legend(fontsize=7)
 ax = axes[1, 1]
@@ -58,4 +57,4 @@ ax.legend(fontsize=7)
 fig.suptitle("F3: infinite-width NTK over positions (Gaussian-token sequences)")
 fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=None if scale == "paper" else [f"{res['params']['n_seq']} sequences of length {res['params']['seq_len']}"])
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

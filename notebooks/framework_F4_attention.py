@@ -14,6 +14,7 @@
 
 # %% tags=["parameters"]
 results = ["results/framework/F4_attention.json"]
+evaluation = "results/claims/evaluations/F4.json"
 png = "results/figures/framework_F4_attention.png"
 pdf = "results/figures/framework_F4_attention.pdf"
 scale = "default"
@@ -22,17 +23,13 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.framework.claims import evaluate_f4
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
-ev = evaluate_f4({"F4_attention": res}, scale)
+(res,), ev = load_claim_inputs(results, evaluation)
 w = np.array(res["widths"], float)
 corr = np.array(res["corr"], float)            # (widths, seeds, test sequences)
 corr0 = np.array(res["corr_init"], float)
-slope = ev.measured["corr_slope_per_doubling"]
+slope = ev["measured"]["corr_slope_per_doubling"]
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
@@ -42,8 +39,8 @@ for j in range(per_seed.shape[1]):
     ax.scatter(w, per_seed[:, j], s=8, color="C0", alpha=0.35)
 mean = corr.mean((1, 2))
 ax.plot(w, mean, "o-", color="C0", label="trained (mean over seeds, sequences)")
-ax.plot(w, mean[0] + slope.value * np.log2(w / w[0]), "k--", lw=1,
-        label=f"fit: {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}] per doubling")
+ax.plot(w, mean[0] + slope["value"] * np.log2(w / w[0]), "k--", lw=1,
+        label=f"fit: {interval_text(slope, 3)} per doubling")
 ax.plot(w, corr0.mean((1, 2)), "s:", color="C1", label="untrained attention")
 ax.plot(w, np.mean(res["corr_teacher"], (1, 2)), "^:", color="C2", label="trained vs teacher pattern")
 ax.set(xscale="log", xlabel="width W", ylabel="off-diagonal Pearson r", title="per-sequence attention vs NTK top-k")
@@ -54,6 +51,7 @@ for ax, (m, title) in zip(axes[1:], [(res["ntk_reference_seed0_mean"], f"NTK ran
     im = ax.imshow(np.array(m), cmap="viridis")
     ax.set(title=title + "\n(seed 0, mean over test sequences)", xlabel="key position t", ylabel="query position s")
     fig.colorbar(im, ax=ax, fraction=0.046)
-fig.suptitle(f"F4: attention patterns vs NTK eigenvectors -- verdict: {ev.verdict.value}")
+fig.suptitle("F4: attention patterns vs NTK eigenvectors")
 fig.tight_layout(rect=(0, 0.05, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

@@ -14,6 +14,7 @@
 
 # %% tags=["parameters"]
 results = ["results/framework/F5_masking.json"]
+evaluation = "results/claims/evaluations/F5.json"
 png = "results/figures/framework_F5_masking.png"
 pdf = "results/figures/framework_F5_masking.pdf"
 scale = "default"
@@ -22,13 +23,9 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.framework.claims import evaluate_f5
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
-ev = evaluate_f5({"F5_masking": res}, scale)
+(res,), ev = load_claim_inputs(results, evaluation)
 W = res["params"]["width"]
 
 # %%
@@ -51,9 +48,10 @@ b = np.ravel(res["eff_rank_bidirectional"])
 ax.scatter(b, c, s=12)
 lo, hi = min(b.min(), c.min()), max(b.max(), c.max())
 ax.plot([lo, hi], [lo, hi], "k--", lw=1)
-d = ev.measured["eff_rank_causal_minus_bidirectional"]
+d = ev["measured"]["eff_rank_causal_minus_bidirectional"]
 ax.set(xlabel="effective rank, bidirectional", ylabel="effective rank, causal",
-       title=f"paired diff {d.value:.2f} [{d.low:.2f}, {d.high:.2f}]")
-fig.suptitle(f"F5: causal vs bidirectional NTK -- verdict: {ev.verdict.value}")
+       title=f"paired diff {interval_text(d)}")
+fig.suptitle("F5: causal vs bidirectional NTK")
 fig.tight_layout(rect=(0, 0.05, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

@@ -15,23 +15,19 @@
 
 # %% tags=["parameters"]
 results = ["results/hazelden2026/G1_kronecker_transformer.json"]
+evaluation = "results/claims/evaluations/G1.json"
 png = "results/figures/hazelden2026_G1_kronecker_transformer.png"
 pdf = "results/figures/hazelden2026_G1_kronecker_transformer.pdf"
 scale = "default"
 
 # %%
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.hazelden2026.claims import TOL, evaluate_g1
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
-ev = evaluate_g1({Path(results[0]).stem: res}, scale)
+(res,), ev = load_claim_inputs(results, evaluation)
+TOL = ev["figure_data"]["tolerance"]
 FLOOR = 1e-18
 
 # %%
@@ -50,7 +46,8 @@ ax.set_xticks(x, sites, rotation=60, ha="right", fontsize=7)
 ax.legend(fontsize=7, ncol=3, loc="center left")
 p = res["params"]
 ax.set_title(f"G1: {res['n_sites']} weight sites, {res['rows_per_site']} (sample, time) rows x {p['n_units']} "
-             f"output units per site -- verdict: {ev.verdict.value}\n"
+             f"output units per site\n"
              f"(errors of exactly 0 drawn at {FLOOR:.0e})", fontsize=9)
 fig.tight_layout(rect=(0, 0.05, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

@@ -11,28 +11,25 @@
 # %% [markdown]
 # # G3 (Hazelden et al. 2026): RNN / GRU GeNTK effective dimension at initialisation vs learning, over an initial-scale sweep
 # Plotting only: numbers from `results/hazelden2026/G3_rnn_spectra.json`, computed by rule
-# `G3_hazelden2026_rnn_spectra` (`ntkrepro.hazelden2026.rnn.run_g3`); the verdict from the
-# registered criterion (`ntkrepro.hazelden2026.claims.evaluate_g3`).
+# `G3_hazelden2026_rnn_spectra` (`ntkrepro.hazelden2026.rnn.run_g3`); verdict, intervals and the low-rank
+# threshold from the claim's evaluation (`ntkrepro.hazelden2026.claims.evaluate_g3`, applied once by rule
+# `claim_evaluation`).
 
 # %% tags=["parameters"]
 results = ["results/hazelden2026/G3_rnn_spectra.json"]
+evaluation = "results/claims/evaluations/G3.json"
 png = "results/figures/hazelden2026_G3_rnn_spectra.png"
 pdf = "results/figures/hazelden2026_G3_rnn_spectra.pdf"
 scale = "default"
 
 # %%
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.hazelden2026.claims import G3_LOW_RANK_FRAC, evaluate_g3
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
-ev = evaluate_g3({Path(results[0]).stem: res}, scale)
+(res,), ev = load_claim_inputs(results, evaluation)
+G3_LOW_RANK_FRAC = ev["figure_data"]["low_rank_frac"]
 runs = res["runs"]
 models = sorted({u["model"] for u in runs})
 scales = sorted({u["scale"] for u in runs})
@@ -92,16 +89,17 @@ for u in runs:
 ax.set_ylim(top=top * 1.3)
 for m in models:
     ax.scatter([], [], marker=markers.get(m, "x"), color="0.4", label=m.upper())
-rho, pooled = ev.measured["spearman_pr_vs_loss_ratio_within_model"], ev.measured["spearman_pr_vs_loss_ratio_pooled"]
+rho, pooled = ev["measured"]["spearman_pr_vs_loss_ratio_within_model"], ev["measured"]["spearman_pr_vs_loss_ratio_pooled"]
 ax.set(xscale="log", yscale="log", xlabel="GeNTK participation ratio / N at init", ylabel="final / initial loss",
-       title=(f"all runs (colour = g; red edge at the top = diverged, excluded): within-model Spearman {rho.value:.2f} "
-              f"[{rho.low:.2f}, {rho.high:.2f}] (judged); pooled {pooled.value:.2f} [{pooled.low:.2f}, {pooled.high:.2f}]"))
+       title=(f"all runs (colour = g; red edge at the top = diverged, excluded): within-model Spearman "
+              f"{interval_text(rho)} (judged); pooled {interval_text(pooled)}"))
 ax.legend(fontsize=7)
 ax = fig.add_subplot(gs[len(models), 2])
 ax.axis("off")
-ax.text(0, 1, "\n".join([f"verdict: {ev.verdict.value}"] + [f"({k}) {v.value}" for k, v in ev.parts.items()]
-                        + [p.text()[:90] for p in ev.power]), va="top", fontsize=7, wrap=True)
+ax.text(0, 1, "\n".join([f"verdict: {ev['verdict']}"] + [f"({k}) {v}" for k, v in ev["parts"].items()]
+                        + [p["text"][:90] for p in ev["power"]]), va="top", fontsize=7, wrap=True)
 fig.suptitle(f"G3 flip-flop, H={res['hidden']}, T={res['seq_len']}, {res['n_seeds']} seeds, "
-             f"{len(scales)} initial scales -- verdict: {ev.verdict.value}")
+             f"{len(scales)} initial scales")
 fig.tight_layout(rect=(0, 0.04, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

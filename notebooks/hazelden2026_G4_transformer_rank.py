@@ -16,23 +16,19 @@
 
 # %% tags=["parameters"]
 results = ["results/hazelden2026/G4_transformer_rank.json"]
+evaluation = "results/claims/evaluations/G4.json"
 png = "results/figures/hazelden2026_G4_transformer_rank.png"
 pdf = "results/figures/hazelden2026_G4_transformer_rank.pdf"
 scale = "default"
 
 # %%
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.hazelden2026.claims import G4_SLACK_ADD, G4_SLACK_MULT, evaluate_g4
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
-ev = evaluate_g4({Path(results[0]).stem: res}, scale)
+(res,), ev = load_claim_inputs(results, evaluation)
+M = ev["measured"]
 dims = res["input_dims"]
 
 
@@ -60,7 +56,8 @@ if fr:
 xmax = max(float(a.max()) for a in allx) * 1.1
 xx = np.linspace(0.8, xmax, 50)
 ax.plot(xx, xx, ":", color="0.5", label="PR = PR(x)")
-ax.plot(xx, G4_SLACK_MULT * xx + G4_SLACK_ADD, "k--", lw=1, label="bound 1.25 PR(x) + 1")
+a, b = ev["figure_data"]["bound_mult"], ev["figure_data"]["bound_add"]
+ax.plot(xx, a * xx + b, "k--", lw=1, label=f"bound {a:g} PR(x) + {b:g}")
 ax.set(xlabel="input effective dimension PR(x) (centred covariance)",
        ylabel="GeNTK participation ratio over (sample, time)")
 ax.legend(fontsize=7)
@@ -73,10 +70,10 @@ for i, k in enumerate(dims):
 ax.set(yscale="log", ylim=(1e-10, 2), xlabel="index", ylabel="eigenvalue / largest",
        title="internal-state temporal GeNTK spectrum (first seed)")
 ax.legend(fontsize=6, ncol=2)
-e, rho = ev.measured["max_excess_over_bound"], ev.measured["spearman_prX_prTime"]
+e, rho = M["max_excess_over_bound"], M["spearman_prX_prTime"]
 fig.suptitle(f"G4: GeNTK temporal effective dimension vs input (T={res['params']['seq_len']}, batch "
-             f"{res['params']['batch']}, {ev.measured['n_seeds']} seeds) -- verdict: {ev.verdict.value}\n"
-             f"largest excess over the bound {e.value:.2f} [{e.low:.2f}, {e.high:.2f}], "
-             f"Spearman {rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}]", fontsize=9)
+             f"{res['params']['batch']}, {M['n_seeds']} seeds)\n"
+             f"largest excess over the bound {interval_text(e)}, Spearman {interval_text(rho)}", fontsize=9)
 fig.tight_layout(rect=(0, 0.06, 1, 1))
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev.substitutes)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

@@ -16,6 +16,7 @@
 
 # %% tags=["parameters"]
 results = ["results/hron2020/H1_gaussianity.json", "results/hron2020/H1_gaussianity_samples.npz"]
+evaluation = "results/claims/evaluations/H1.json"
 png = "results/figures/hron2020_H1_gaussianity.png"
 pdf = "results/figures/hron2020_H1_gaussianity.pdf"
 scale = "default"
@@ -23,13 +24,12 @@ scale = "default"
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy import stats
+from scipy.special import ndtri
 
-from ntkrepro.io import read_json, read_npz
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.io import read_npz
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(next(p for p in results if p.endswith(".json")))
+(res,), ev = load_claim_inputs(results, evaluation)
 samples, _ = read_npz(next(p for p in results if p.endswith(".npz")))
 rows = sorted(res["per_heads"], key=lambda r: r["heads"])
 h_lo, h_hi = rows[0]["heads"], rows[-1]["heads"]
@@ -41,7 +41,7 @@ for ax, h in zip(axes[:2], (h_lo, h_hi)):
     sd = x.std()
     ax.hist(x, bins=120, density=True, histtype="stepfilled", alpha=0.6, label="attention output")
     t = np.linspace(x.min(), x.max(), 400)
-    ax.plot(t, stats.norm.pdf(t, 0, sd), color="k", lw=1, label="Gaussian, equal variance")
+    ax.plot(t, np.exp(-0.5 * (t / sd) ** 2) / (sd * np.sqrt(2 * np.pi)), color="k", lw=1, label="Gaussian, equal variance")
     ax.set_yscale("log")
     ax.set_ylim(1e-4 / sd, None)
     ax.set_title(f"{h} head{'s' if h > 1 else ''} (d={res['d']})")
@@ -50,7 +50,7 @@ axes[0].legend(fontsize=7)
 ax = axes[2]
 for h in (h_lo, h_hi):
     x = np.sort(samples[f"heads_{h}"].astype(float))
-    q = stats.norm.ppf((np.arange(1, x.size + 1) - 0.5) / x.size)
+    q = ndtri((np.arange(1, x.size + 1) - 0.5) / x.size)  # Gaussian quantiles
     ax.plot(q, x / x.std(), ".", ms=2, label=f"{h} head(s)")
 ax.plot([-4.5, 4.5], [-4.5, 4.5], "k--", lw=0.8)
 ax.set(xlabel="Gaussian quantile", ylabel="standardised sample quantile", title="QQ plot")
@@ -73,5 +73,4 @@ ax.text(0.02, 0.03, "KS distance (first %d draws): " % res["ks_draws"]
         + f"; 95% Gaussian null {res['ks_null_95']:.4f}", transform=ax.transAxes, fontsize=6)
 fig.tight_layout()
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=None if scale == "paper" else ["draws per head count: " + ", ".join(
-                f"{r['heads']}: {r['n_draws']}" for r in rows)])
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

@@ -15,6 +15,7 @@
 
 # %% tags=["parameters"]
 results = ["results/hron2020/H3_kernel_convergence.json"]
+evaluation = "results/claims/evaluations/H3.json"
 png = "results/figures/hron2020_H3_kernel_convergence.png"
 pdf = "results/figures/hron2020_H3_kernel_convergence.pdf"
 scale = "default"
@@ -24,13 +25,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from ntkrepro.hron2020.claims import h3_slope
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
-from ntkrepro.stats import bootstrap_ci
+from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 rows = sorted(res["per_width"], key=lambda r: r["width"])
 w = np.array([r["width"] for r in rows], float)
 
@@ -39,15 +36,14 @@ fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
 for ax, g in zip(axes, ["nngp", "ntk"]):
     d = np.array([r[f"{g}_distance"] for r in rows])
     med = np.median(d, axis=1)
-    ci = np.array([[bootstrap_ci(row, np.median, n_boot=500, seed=0).low,
-                    bootstrap_ci(row, np.median, n_boot=500, seed=0).high] for row in d])
+    fd = ev["figure_data"][g]  # bootstrap intervals of the per-width medians, fitted line
+    ci = np.array([[c["ci_low"], c["ci_high"]] for c in fd["median_ci"]])
     ax.errorbar(w, med, yerr=[med - ci[:, 0], ci[:, 1] - med], marker="o", capsize=3, label="median over replicates")
     for j in range(d.shape[1]):
         ax.scatter(w, d[:, j], s=8, color="0.6", zorder=1)
-    s = h3_slope(rows, g)  # the criterion's fit: OLS over every (width, replicate) estimate
-    icpt = np.mean(np.log(d) - s.value * np.log(w)[:, None])
-    ax.plot(w, np.exp(icpt) * w ** s.value, "k--", lw=1,
-            label=f"fit (all replicates): slope {s.value:.2f} [{s.low:.2f}, {s.high:.2f}]")
+    s = ev["measured"][f"{g}_distance_slope_vs_log_width"]  # the criterion's OLS fit over all estimates
+    ax.plot(w, np.exp(fd["log_log_intercept"]) * w ** s["value"], "k--", lw=1,
+            label=f"fit (all replicates): slope {interval_text(s)}")
     ax.axhline(0.05, color="C3", ls=":", lw=1, label="neural-tangents test tolerance (5%)")
     ax.set(xscale="log", yscale="log", xlabel="width (heads: " + ", ".join(str(r["n_heads"]) for r in rows) + ")",
            title=f"{g.upper()}: empirical vs analytic")
@@ -58,5 +54,5 @@ axes[0].set_ylabel("relative Frobenius distance")
 fig.suptitle(f"Conv -> attention (d^-1, tied Q/K, {res['arch'].get('attention_mechanism', 'SOFTMAX').lower()}) -> GAP, "
              f"{res['n_inputs']} CIFAR-10 images, {res['n_samples']} inits x {res['n_replicates']} replicates")
 fig.tight_layout()
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=None if scale == "paper" else [f"widths <= {int(w[-1])}, {res['n_samples']} samples"])
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=ev["substitutes"],
+            verdict=ev["verdict"])

@@ -15,6 +15,7 @@
 
 # %% tags=["parameters"]
 results = ["results/hron2020/H5_finite_attention.json"]
+evaluation = "results/claims/evaluations/H5.json"
 png = "results/figures/hron2020_H5_finite_attention.png"
 pdf = "results/figures/hron2020_H5_finite_attention.pdf"
 scale = "default"
@@ -23,11 +24,9 @@ scale = "default"
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ntkrepro.io import read_json
-from ntkrepro.plotting import save_figure, set_theme
+from ntkrepro.plotting import load_claim_inputs, save_figure
 
-set_theme()
-res = read_json(results[0])
+(res,), ev = load_claim_inputs(results, evaluation)
 mechs, lns = res["mechanisms"], res["layer_norms"]
 
 # %%
@@ -56,5 +55,4 @@ ax.set(xlabel="epoch", ylabel="training loss (seed mean)", title="training curve
 ax.legend(fontsize=6, ncol=2)
 fig.tight_layout()
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
-            substitutes=None if scale == "paper" else [f"{res['epochs']} epochs, {res['n_train']} images at "
-                                                       f"{res['image_size']}x{res['image_size']}"])
+            substitutes=ev["substitutes"], verdict=ev["verdict"])

@@ -136,7 +136,7 @@ def test_aggregations_on_synthetic_shards(tmp_path):
               "approx_error": float(np.sqrt(np.log(n) / m) * np.exp(0.01 * rng.normal()))}
              for n in ns for m in ws for s in seeds]
     write_json(tmp_path / "a2.json", {"rows": rows2, "label_stats": {"authors:1": {"mean_y2": 1e-3}}})
-    a2 = scaling.aggregate_a2({"shard_files": [str(tmp_path / "a2.json")], "n_boot": 200, "teacher": t,
+    a2 = scaling.aggregate_a2({"shard_files": [str(tmp_path / "a2.json")], "n_boot": 200, "boot_seed": 0, "teacher": t,
                                "compare_kinds": []}, RunContext(scale="smoke"))["kinds"]["authors"]
     assert a2["fits"]["rss_log"] < a2["fits"]["rss_pow"]
     assert a2["exponent_p"]["ci_high"] < 0.5 and a2["label_stats"] == {"1": {"mean_y2": 1e-3}}
@@ -155,3 +155,100 @@ def test_indrnn_init_is_pairwise_symmetric():
     np.testing.assert_allclose(indrnn_forward(p, X), 0.0, atol=1e-6)
     with pytest.raises(ValueError):
         init_indrnn(jax.random.PRNGKey(0), 7, 5)
+
+
+# ---- issue 16 item 8: aggregate_a4 on known numbers; a sharded claim reruns identically ---------
+
+def _a4_shards(tmp_path, Ls=(4, 16, 32), seeds=(1, 2, 3, 4)):
+    """Two shards of A4 rows with known laws: IndRNN min-val MSE 0.2 + 0.01 L, transformer flat 0.2,
+    gradient block maxima exp(0.05 L) (IndRNN) and 1 (transformer), small seed noise."""
+    from ntkrepro.io import write_json
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for L in Ls:
+        e = 1e-3 * rng.standard_normal(len(seeds))
+        rows.append({"L": L, "seeds": list(seeds), "tf_min_val": list(0.2 + e), "rnn_min_val": list(0.2 + 0.01 * L + e),
+                     "tf_grad_blockmax": list(1.0 + np.abs(e)), "rnn_grad_blockmax": list(np.exp(0.05 * L) + np.abs(e)),
+                     "tf_final_train": list(0.1 + np.abs(e)), "rnn_final_train": list(0.1 + np.abs(e)),
+                     "rnn_nonfinite": [0] * len(seeds)})
+    files = []
+    for k, part in enumerate((rows[:1], rows[1:])):
+        files.append(str(tmp_path / f"A4_lag_forecasting_{k}.json"))
+        write_json(files[-1], {"claim": "A4", "shard": k, "n_shards": 2, "tasks": part})
+    return files
+
+
+def test_aggregate_a4_recovers_the_known_slopes(tmp_path):
+    from ntkrepro.run import RunContext
+
+    out = forecasting.aggregate_a4({"shard_files": _a4_shards(tmp_path), "n_boot": 300}, RunContext(scale="smoke"))
+    assert out["L_values"] == [4.0, 16.0, 32.0] and out["seeds"] == [1, 2, 3, 4]
+    m = out["metrics"]
+    rnn, tf = m["rnn_min_val"]["slope_linear"], m["tf_min_val"]["slope_linear"]
+    assert rnn["ci_low"] < 0.01 < rnn["ci_high"] and rnn["ci_low"] > 0.009
+    assert tf["ci_low"] < 0 < tf["ci_high"] and abs(tf["value"]) < 1e-4
+    np.testing.assert_allclose(m["rnn_min_val"]["median"], [0.24, 0.36, 0.52], atol=3e-3)
+    assert m["rnn_grad_blockmax"]["slope"]["value"] > m["tf_grad_blockmax"]["slope"]["value"]
+
+
+def test_aggregate_a4_refuses_points_with_different_seeds(tmp_path):
+    from ntkrepro.io import read_json, write_json
+    from ntkrepro.run import RunContext
+
+    files = _a4_shards(tmp_path)
+    sh = read_json(files[1])
+    sh["tasks"][0]["seeds"] = [1, 2, 3, 5]
+    write_json(files[1], sh)
+    with pytest.raises(ValueError, match="seeds"):
+        forecasting.aggregate_a4({"shard_files": files, "n_boot": 100}, RunContext(scale="smoke"))
+
+
+def test_a4_shard_reruns_identically():
+    """Two runs of the same shard config give the same numbers on CPU (CONTRIBUTING: seed everything)."""
+    from ntkrepro.run import RunContext
+
+    params = {"L_values": [2, 4], "m": 4, "n": 40, "steps": 6, "lr": 0.05, "burn_in": 50, "grad_block": 2,
+              "seeds": [1, 2], "seeds_per_job": 1, "jobs": 2, "n_boot": 100, "shard": 1}
+    a = forecasting.run_a4_shard(params, RunContext(scale="smoke"))
+    b = forecasting.run_a4_shard(dict(params), RunContext(scale="smoke"))
+    assert a == b and a["tasks"] and all(np.isfinite(t["tf_min_val"]).all() for t in a["tasks"])
+
+
+def test_sweep_table_names_existing_functions_and_shard_files():
+    """The workflow's sweep table (ntkrepro.arda2026.sweeps) points at real shard/aggregate functions."""
+    import importlib
+
+    import yaml
+
+    from ntkrepro.arda2026 import sweeps
+
+    arda = yaml.safe_load(open("config/smoke.yaml"))["arda2026"]
+    for claim, row in sweeps.SWEEPS.items():
+        for step in ("shard", "aggregate"):
+            mod, fn = sweeps.function(claim, step).split(":")
+            assert callable(getattr(importlib.import_module(mod), fn)), (claim, step)
+        files = sweeps.shard_files("R", arda, claim)
+        assert files == [f"R/arda2026/shards/{claim}_{row['shard_name']}_{k}.json" for k in range(len(files))]
+        assert row["sweep"] in arda[claim] and sweeps.size_text(arda, claim).startswith(row["sweep"])
+    assert "teacher" in sweeps.section(arda, "A1") and "teacher" not in sweeps.section(arda, "A4")
+    with pytest.raises(ValueError):
+        sweeps.function("A1", "fit")
+
+
+def test_aggregate_a1_refuses_metrics_on_different_seed_grids(tmp_path):
+    """The recorded seeds are those of every metric and kind (no silently overwritten last grid)."""
+    from ntkrepro.io import write_json
+    from ntkrepro.run import RunContext
+
+    t = {"kind": "authors", "R": 4, "nu": 3.0, "n_mc": 64}
+    rows = [{"kind": kind, "seed": s, "m": m, "n": 100, "T": 4, "label_stats": {"mean_y2": 1.0, "var": 1.0},
+             **{k: float(m**-0.5) for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss",
+                                              "val_loss")}, **({"lin_error": float(m**-0.5)} if kind == "authors" else {})}
+            for kind, seeds in (("authors", (1, 2, 3)), ("paper", (1, 2))) for s in seeds for m in (8, 16, 32)]
+    write_json(tmp_path / "a1.json", {"rows": rows})
+    prm = {"shard_files": [str(tmp_path / "a1.json")], "n_boot": 100, "teacher": t, "compare_kinds": ["paper"]}
+    with pytest.raises(ValueError, match="different"):
+        scaling.aggregate_a1(prm, RunContext(scale="smoke"))
+    out = scaling.aggregate_a1(dict(prm, compare_kinds=[]), RunContext(scale="smoke"))
+    assert out["seeds"] == [1, 2, 3] and out["widths"] == [8, 16, 32]

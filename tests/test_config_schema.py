@@ -9,9 +9,11 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
+from ntkrepro.papers import PAPERS
+
 ROOT = Path(__file__).resolve().parents[1]
 SCALES = ["smoke", "default", "paper"]
-SECTIONS = ["hron2020", "arda2026", "hazelden2026", "framework"]
+SECTIONS = list(PAPERS)  # one config section (and one schema) per paper of the registry
 
 
 def _load(scale):
@@ -24,8 +26,31 @@ def test_every_scale_validates(scale):
     validate(copy.deepcopy(cfg), str(ROOT / "workflow/schemas/config.schema.yaml"))
     for section in SECTIONS:
         schema = ROOT / "workflow/schemas" / f"{section}.schema.yaml"
-        if schema.exists():
-            validate(copy.deepcopy(cfg[section]), str(schema))
+        assert schema.is_file(), f"paper {section} has no schema {schema}"
+        validate(copy.deepcopy(cfg[section]), str(schema))
+
+
+def test_top_level_schema_lists_exactly_the_registered_papers():
+    """The top-level schema names each paper section; it must equal ntkrepro.papers.PAPERS."""
+    top = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    general = {"scale", "results_dir", "data", "report"}
+    assert set(top["required"]) - general == set(PAPERS)
+    assert set(top["properties"]) - general == set(PAPERS)
+    for scale in SCALES:
+        assert set(_load(scale)) - general == set(PAPERS), scale
+
+
+def test_every_registered_paper_has_its_pieces():
+    """Rule files, report prose and claims module of each registered paper exist (CONTRIBUTING, adding a paper)."""
+    for key, paper in PAPERS.items():
+        for f in paper.rule_files:
+            assert (ROOT / "workflow/rules" / f).is_file(), f
+        assert (ROOT / "paper/sections" / f"{key}.tex").is_file()
+        assert (ROOT / "src/ntkrepro" / key / "claims.py").is_file()
+    listed = {f for p in PAPERS.values() for f in p.rule_files}
+    paper_rule_files = {f.name for f in (ROOT / "workflow/rules").glob("*.smk")} - {
+        "common.smk", "ledger.smk", "report.smk", "benchmarks.smk"}
+    assert paper_rule_files == listed, "a rule file is neither shared nor a registered paper's"
 
 
 def test_no_scale_silently_inherits_a_default_value():
@@ -45,9 +70,9 @@ def test_no_scale_silently_inherits_a_default_value():
 
 
 @pytest.mark.parametrize("mutate,needle", [
-    (lambda c: c["hron2020"]["H1"].__setitem__("n_draws", -5), "n_draws"),
-    (lambda c: c["hron2020"]["H1"].__setitem__("d", "big"), "d"),
-    (lambda c: c["hron2020"]["H2"].__setitem__("typo_key", 1), "typo_key"),
+    (lambda c: c["hron2020"]["H1"].__setitem__("n_draws", -5), "['H1']['n_draws']"),
+    (lambda c: c["hron2020"]["H1"].__setitem__("d", "big"), "['H1']['d']"),
+    (lambda c: c["hron2020"]["H2"].__setitem__("typo_key", 1), "'typo_key' was unexpected"),
 ])
 def test_bad_section_value_is_rejected_naming_the_key(mutate, needle):
     cfg = _load("smoke")

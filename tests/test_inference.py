@@ -87,9 +87,17 @@ def test_select_diag_reg_prefers_validation_accuracy():
     xv = rng.normal(size=(40, 3))
     kv = xv @ x.T
     yv = one_hot((xv[:, 0] > 0).astype(int), 2)
-    best, scores = select_diag_reg(k, kv, one_hot(noisy, 2), yv, [1e-6, 1e-2, 1.0, 1e3])
-    assert len(scores) == 4 and best == max(scores, key=lambda s: (s["accuracy"], -s["mse"]))["diag_reg"]
-    assert all(0 <= s["accuracy"] <= 1 for s in scores)
+    grid = [1e-6, 1e-2, 1.0, 1e3]
+    best, scores = select_diag_reg(k, kv, one_hot(noisy, 2), yv, grid)
+    # independent reference: Y_v = K_v (K + lam tr(K)/n I)^-1 Y by a direct solve, scored on the validation labels
+    ref = []
+    for lam in grid:
+        pred = kv @ np.linalg.solve(k + lam * np.trace(k) / len(k) * np.eye(len(k)), one_hot(noisy, 2))
+        ref.append((float(np.mean(pred.argmax(1) == yv.argmax(1))), float(np.mean((pred - yv) ** 2)), lam))
+    np.testing.assert_allclose([s["accuracy"] for s in scores], [r[0] for r in ref])
+    np.testing.assert_allclose([s["mse"] for s in scores], [r[1] for r in ref], rtol=1e-8)
+    assert best == min(ref, key=lambda r: (-r[0], r[1], r[2]))[2]
+    assert len({r[0] for r in ref}) > 1  # the grid really discriminates: a wrong pick would be seen
     with pytest.raises(ValueError):
         select_diag_reg(k, kv, one_hot(noisy, 2), yv, [])
 

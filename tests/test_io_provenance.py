@@ -43,7 +43,9 @@ def test_provenance_has_required_fields(tmp_path):
         assert key in rec
     assert rec["git"]["commit"] is None or len(rec["git"]["commit"]) == 40
     assert rec["data"][str(f)] == sha256_file(f) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    assert rec["packages"]["jax"] == "0.5.3" and rec["packages"]["neural-tangents"] == "0.6.5"
+    from importlib.metadata import version
+
+    assert rec["packages"]["jax"] == version("jax") and rec["packages"]["neural-tangents"] == version("neural-tangents")
     json.dumps(rec)
 
 
@@ -133,3 +135,21 @@ def test_execute_writes_code_provenance(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "code_record", lambda spec: {"sha256": "f" * 64, "modules": [], "package_root": "/"})
     res = run.execute("ntkrepro_fake_compute:fn", {"a": 1}, tmp_path / "r.json", scale="smoke", code_hash="f" * 64)
     assert res["x"] == 2 and read_json(tmp_path / "r.json")["provenance"]["code"]["sha256"] == "f" * 64
+
+
+def test_git_state_detects_a_dirty_tree(tmp_path):
+    """Provenance records whether tracked files differ from the commit (issue 16 item 8)."""
+    import subprocess
+
+    git = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "f.txt").write_text("a")
+    subprocess.run(git + ["add", "f.txt"], cwd=tmp_path, check=True)
+    subprocess.run(git + ["commit", "-qm", "x"], cwd=tmp_path, check=True)
+    state = provenance.git_state.__wrapped__  # uncached
+    clean = state(str(tmp_path))
+    assert clean["dirty"] is False and len(clean["commit"]) == 40
+    (tmp_path / "untracked.txt").write_text("new")
+    assert state(str(tmp_path))["dirty"] is False  # untracked files do not change the code that ran
+    (tmp_path / "f.txt").write_text("b")
+    assert state(str(tmp_path)) == {"commit": clean["commit"], "dirty": True}

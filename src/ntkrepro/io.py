@@ -1,15 +1,15 @@
 """Atomic, provenance-carrying file I/O shared by every compute rule.
 
 Every writer here writes to a temporary file in the destination folder and ``os.replace``-s it
-into place, so an interrupted job never leaves a partial output behind (Snakemake would otherwise
-see a complete-looking file).
+into place, so no reader -- a notebook, a later job, anyone outside Snakemake -- ever sees a
+half-written file, even from a job killed mid-write. (Snakemake itself deletes a failed job's
+outputs and marks a killed job's as incomplete; atomic replacement covers the reads in between.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import tempfile
@@ -99,8 +99,3 @@ def canonical_hash(obj: Any) -> str:
     """SHA-256 of the canonical (sorted-key, compact) JSON encoding of ``obj``."""
     blob = json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def bytes_sha256(data: bytes) -> str:
-    """SHA-256 hex digest of in-memory bytes."""
-    return hashlib.sha256(io.BytesIO(data).getbuffer()).hexdigest()

@@ -6,10 +6,14 @@ Each claim of ``CLAIMS.md`` is registered in code, in its paper's sub-package, *
     def evaluate_h1(results: Results, scale: str) -> Evaluation: ...
 
 The criterion text and the function that applies it live side by side and are unit-tested on
-synthetic numbers in both directions. ``python -m ntkrepro.ledger entry H1 ...`` loads the
-claim's results files, applies the function and writes ``results/claims/H1.json`` with keys
-``id, paper, statement, criterion, measured, verdict, scale, substitutes, data, figures,
-provenance``. ``python -m ntkrepro.ledger table`` aggregates all entries (CSV, Markdown, LaTeX).
+synthetic numbers in both directions. The criterion is applied once per claim:
+``python -m ntkrepro.ledger evaluate H1 ...`` loads the claim's results files, applies the function
+and writes the evaluation ``results/claims/evaluations/H1.json`` (keys ``id, paper, statement,
+criterion, measured, verdict, scale, substitutes, data, figure_data, provenance``). The figure
+notebooks read that file (they never call a criterion), then ``python -m ntkrepro.ledger entry H1
+--evaluation ... --figures ...`` adds the figure list and writes ``results/claims/H1.json``, so the
+DAG is results -> evaluation -> figures -> entry, without a cycle. ``python -m ntkrepro.ledger
+table`` aggregates all entries (CSV, Markdown, LaTeX).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import enum
 import importlib
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +31,7 @@ from typing import Any
 
 from ntkrepro import provenance as _prov
 from ntkrepro.io import read_json, read_npz, write_json, atomic_path
+from ntkrepro.papers import CLAIM_MODULES, PAPERS, Paper  # noqa: F401  (the one paper registry, re-exported)
 from ntkrepro.stats import Interval, PowerLine, Status, at_least
 
 
@@ -37,37 +43,6 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
 
 
-@dataclass(frozen=True)
-class Paper:
-    """Bibliographic key of a replicated paper (``key`` names its sub-package and report section)."""
-
-    key: str
-    authors: str
-    year: int
-    title: str
-    ref: str
-
-
-PAPERS: dict[str, Paper] = {
-    "hron2020": Paper("hron2020", "Hron, Bahri, Sohl-Dickstein, Novak", 2020,
-                      "Infinite attention: NNGP and NTK for deep attention networks", "arXiv:2006.10540"),
-    "arda2026": Paper("arda2026", "Arda, Cayci, Eryilmaz", 2026,
-                      "Finite-Time Analysis of Gradient Descent for Shallow Transformers", "arXiv:2601.16514"),
-    "hazelden2026": Paper("hazelden2026", "Hazelden, Driscoll, Shlizerman, Shea-Brown", 2026,
-                          "The Global Empirical NTK", "arXiv:2605.08746"),
-    "framework": Paper("framework", "(seed 000)", 2025,
-                       "Neural Tangent Kernels Applied to Transformers", "seed 000"),
-}
-
-#: Which sub-package registers the claims with a given id prefix.
-CLAIM_MODULES: dict[str, str] = {
-    "H": "ntkrepro.hron2020.claims",
-    "A": "ntkrepro.arda2026.claims",
-    "G": "ntkrepro.hazelden2026.claims",
-    "F": "ntkrepro.framework.claims",
-}
-
-
 @dataclass
 class Evaluation:
     """What a criterion returns: measured values with uncertainty, the verdict and why.
@@ -75,7 +50,9 @@ class Evaluation:
     ``power`` holds one :class:`~ntkrepro.stats.PowerLine` per undecided part of an
     ``inconclusive`` verdict (CLAIMS.md rule 5): the half-width reached and the size at which the
     same criterion would decide. ``parts`` names each part of a multi-part criterion with its
-    :class:`~ntkrepro.stats.Status`.
+    :class:`~ntkrepro.stats.Status`. ``figure`` holds what the claim's figure draws beyond
+    ``measured`` and the results file -- criterion thresholds, fitted lines, per-point intervals --
+    so that the notebook plots numbers computed here, once, and never recomputes a statistic.
     """
 
     measured: dict[str, Interval | float | int | str | list]
@@ -85,6 +62,7 @@ class Evaluation:
     data: list[str] = field(default_factory=list)
     power: list[PowerLine] = field(default_factory=list)
     parts: dict[str, Status] = field(default_factory=dict)
+    figure: dict[str, Any] = field(default_factory=dict)
 
 
 #: A claim's results, keyed by the stem of each results file (``H1_gaussianity.json`` -> ``H1_gaussianity``).
@@ -123,6 +101,20 @@ class ClaimSpec:
     evaluate: Callable[[Results, str], Evaluation] | None = None
     version: int = 1
     amendments: tuple[Amendment, ...] = ()
+    quote: str = ""
+
+    def paper_sentence(self) -> str:
+        """The paper's sentence the claim tests: ``quote`` if given; else the quoted passage the
+        criterion opens with, with its location (``Paper, Sec. 3: "..."``); else the first quoted
+        passage (20 characters or more, in double quotes or in single quotes that are not
+        apostrophes) of the statement; else ""."""
+        if self.quote:
+            return self.quote
+        m = re.match(r'\s*(Paper[^:"]*:\s*)?"([^"]+)"', self.criterion)
+        if m:
+            return f'{(m.group(1) or "").strip()} "{m.group(2)}"'.strip()
+        m = re.search(r'"([^"]{20,})"|(?:^|(?<=[\s(:]))\'([^\']{20,})\'(?=[\s).,;:]|$)', self.statement)
+        return f'"{m.group(1) or m.group(2)}"' if m else ""
 
     def __post_init__(self) -> None:
         if self.version != 1 + len(self.amendments):
@@ -142,7 +134,7 @@ def register(spec: ClaimSpec) -> Callable[[Callable[[Results, str], Evaluation]]
         if spec.id in _REGISTRY and _REGISTRY[spec.id].evaluate is not fn:
             raise ValueError(f"claim {spec.id} registered twice")
         _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn, spec.version,
-                                       tuple(spec.amendments))
+                                       tuple(spec.amendments), spec.quote)
         return fn
 
     return deco
@@ -214,9 +206,26 @@ def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence[str] = (),
-               config_hash: str | None = None) -> dict[str, Any]:
-    """Apply the registered criterion and assemble the ledger entry (a JSON-able dict)."""
+def _jsonable(obj: Any) -> Any:
+    """``obj`` with every :class:`~ntkrepro.stats.Interval` (anything with ``as_dict``), numpy scalar
+    and array replaced by plain JSON values (dicts, lists and tuples recursively)."""
+    if hasattr(obj, "as_dict"):
+        return obj.as_dict()
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist"):  # numpy array or scalar
+        return _jsonable(obj.tolist())
+    return obj
+
+
+def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None) -> dict[str, Any]:
+    """Apply the registered criterion once and assemble the claim's evaluation (a JSON-able dict).
+
+    This is the ledger entry without its ``figures`` list: the figure notebooks read it, and
+    :func:`entry_from_evaluation` adds the figures afterwards.
+    """
     spec = get_claim(claim_id)
     assert spec.evaluate is not None
     ev = spec.evaluate(results, scale)
@@ -230,6 +239,7 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
         "paper": spec.paper,
         "paper_ref": f"{paper.authors} ({paper.year}), {paper.title}, {paper.ref}",
         "statement": spec.statement,
+        "paper_sentence": spec.paper_sentence(),
         "criterion": spec.criterion,
         "criterion_version": spec.version,
         "amendments": [a.as_dict() for a in spec.amendments],
@@ -241,16 +251,29 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
         "scale": scale,
         "substitutes": list(ev.substitutes),
         "data": list(ev.data),
-        "figures": list(figures),
+        "figure_data": _jsonable(ev.figure),
         "results_provenance": {k: r.get("provenance") for k, r in results.items()},
         "provenance": _prov.collect(config_hash=config_hash, scale=scale),
     }
 
 
+def entry_from_evaluation(evaluation: Mapping[str, Any], figures: Sequence[str] = ()) -> dict[str, Any]:
+    """The ledger entry: the claim's evaluation (:func:`make_evaluation`) plus its figure files."""
+    entry = dict(evaluation)
+    entry["figures"] = list(figures)
+    return entry
+
+
+def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence[str] = (),
+               config_hash: str | None = None) -> dict[str, Any]:
+    """Apply the registered criterion and assemble the ledger entry (a JSON-able dict) in one step."""
+    return entry_from_evaluation(make_evaluation(claim_id, results, scale=scale, config_hash=config_hash), figures)
+
+
 # --------------------------------------------------------------------------------------------
 # Aggregate table
 
-_TABLE_COLUMNS = ("id", "paper", "verdict", "scale", "headline", "criterion", "power", "substitutes")
+_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "scale", "headline", "criterion", "power", "substitutes")
 
 
 def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
@@ -272,7 +295,8 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     for e in sorted(entries, key=lambda e: (order.index(e["paper"]), int(e["id"][1:]))):
         n_am = len(e.get("amendments", []))
         crit = f"v{e.get('criterion_version', 1)}" + (f" (amended {n_am}x after results were seen)" if n_am else "")
-        rows.append({"id": e["id"], "paper": e["paper"], "verdict": e["verdict"], "scale": e["scale"],
+        rows.append({"id": e["id"], "paper": e["paper"], "statement": e["statement"], "verdict": e["verdict"],
+                     "scale": e["scale"],
                      "headline": _headline(e), "criterion": crit,
                      "power": " | ".join(p["text"] for p in e.get("power", [])),
                      "substitutes": "; ".join(e.get("substitutes", []))})
@@ -287,7 +311,8 @@ def _tex_escape(s: str) -> str:
 
 
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
-    """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body."""
+    """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body (columns id,
+    statement, verdict, scale, headline, criterion version; the header is in the report template)."""
     import csv
     import io
 
@@ -304,6 +329,7 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
         tmp.write_text("\n".join(md) + "\n")
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
+           rf"{_tex_escape(r['statement'])} & "
            rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(r['scale'])} & "
            rf"{_tex_escape(r['headline'])} & {_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\"
            for r in rows]
@@ -335,15 +361,19 @@ def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``entry`` (one claim), ``table`` (aggregate), ``check`` (CI)."""
+    """CLI: ``evaluate`` (one claim's criterion), ``entry`` (its ledger entry), ``table`` (aggregate), ``check`` (CI)."""
     ap = argparse.ArgumentParser(prog="python -m ntkrepro.ledger", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    e = sub.add_parser("entry", help="evaluate one claim and write its ledger entry")
+    v = sub.add_parser("evaluate", help="apply one claim's criterion and write its evaluation")
+    v.add_argument("claim")
+    v.add_argument("--results", nargs="+", required=True)
+    v.add_argument("--scale", required=True)
+    v.add_argument("--config-hash", default=None)
+    v.add_argument("--out", required=True)
+    e = sub.add_parser("entry", help="write a claim's ledger entry: its evaluation plus its figures")
     e.add_argument("claim")
-    e.add_argument("--results", nargs="+", required=True)
+    e.add_argument("--evaluation", required=True, help="the claim's evaluation (from `evaluate`)")
     e.add_argument("--figures", nargs="*", default=[])
-    e.add_argument("--scale", required=True)
-    e.add_argument("--config-hash", default=None)
     e.add_argument("--out", required=True)
     t = sub.add_parser("table", help="aggregate ledger entries into the claims table")
     t.add_argument("entries", nargs="+")
@@ -357,11 +387,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--pdf", nargs="*", default=[])
     args = ap.parse_args(argv)
 
-    if args.cmd == "entry":
-        entry = make_entry(args.claim, load_results(args.results), scale=args.scale,
-                           figures=args.figures, config_hash=args.config_hash)
-        write_json(args.out, entry)
-        print(f"{args.claim}: {entry['verdict']} -- {entry['reason']}")
+    if args.cmd == "evaluate":
+        evaluation = make_evaluation(args.claim, load_results(args.results), scale=args.scale,
+                                     config_hash=args.config_hash)
+        write_json(args.out, evaluation)
+        print(f"{args.claim}: {evaluation['verdict']} -- {evaluation['reason']}")
+    elif args.cmd == "entry":
+        evaluation = read_json(args.evaluation)
+        if evaluation.get("id") != args.claim:
+            print(f"{args.evaluation} is the evaluation of {evaluation.get('id')!r}, not {args.claim}", file=sys.stderr)
+            return 1
+        write_json(args.out, entry_from_evaluation(evaluation, args.figures))
     elif args.cmd == "table":
         entries = [read_json(p) for p in args.entries]
         write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))

@@ -340,15 +340,21 @@ def slope_statistic(x: Sequence[float], *, log_x: bool = True, log_y: bool = Tru
 
 
 @dataclass(frozen=True)
-class PairedTest:
-    """An exact paired test of the one-sided alternative ``mean(a - b) > 0`` (and of the reverse)."""
+class OneSidedTest:
+    r"""An exact (or Monte Carlo) test of a one-sided alternative and of its reverse.
+
+    ``statistic`` is the observed statistic, ``p_greater`` / ``p_less`` the p-values of
+    "greater than the null" / "less than the null"; :attr:`status` applies level ``alpha``.
+    ``as_dict`` names the statistic ``statistic_name``.
+    """
 
     test: str
     n: int
-    mean_difference: float
+    statistic: float
     p_greater: float
     p_less: float
     alpha: float = 0.05
+    statistic_name: str = "statistic"
 
     @property
     def status(self) -> Status:
@@ -358,9 +364,20 @@ class PairedTest:
         return Status.REFUTED if self.p_less < self.alpha else Status.UNDECIDED
 
     def as_dict(self) -> dict[str, float | str | int]:
-        return {"test": self.test, "n": self.n, "mean_difference": float(self.mean_difference),
+        return {"test": self.test, "n": self.n, self.statistic_name: float(self.statistic),
                 "p_greater": float(self.p_greater), "p_less": float(self.p_less), "alpha": self.alpha,
                 "status": self.status.value}
+
+
+@dataclass(frozen=True)
+class PairedTest(OneSidedTest):
+    """A paired test of ``mean(a - b) > 0`` (and of the reverse); ``statistic`` is the mean difference."""
+
+    statistic_name: str = "mean_difference"
+
+    @property
+    def mean_difference(self) -> float:
+        return self.statistic
 
 
 def sign_test(diffs: Sequence[float] | np.ndarray, *, alpha: float = 0.05) -> PairedTest:
@@ -555,26 +572,8 @@ def crossed_bootstrap(y: np.ndarray, *, n_boot: int = 2000, level: float = 0.95,
 
 
 @dataclass(frozen=True)
-class CorrelationTest:
-    """A permutation test of a rank correlation between paired units (one-sided both ways)."""
-
-    test: str
-    n: int
-    statistic: float
-    p_greater: float
-    p_less: float
-    alpha: float = 0.05
-
-    @property
-    def status(self) -> Status:
-        """HOLDS if ``p_greater < alpha`` (positive association); REFUTED if ``p_less < alpha``; else UNDECIDED."""
-        if self.p_greater < self.alpha:
-            return Status.HOLDS
-        return Status.REFUTED if self.p_less < self.alpha else Status.UNDECIDED
-
-    def as_dict(self) -> dict[str, float | str | int]:
-        return {"test": self.test, "n": self.n, "statistic": float(self.statistic), "p_greater": float(self.p_greater),
-                "p_less": float(self.p_less), "alpha": self.alpha, "status": self.status.value}
+class CorrelationTest(OneSidedTest):
+    """A permutation test of a rank correlation between paired units (``p_greater``: positive association)."""
 
 
 def spearman_permutation_test(x: Sequence[float], y: Sequence[float], *, alpha: float = 0.05,

@@ -87,7 +87,7 @@ def code_hash(*modules, files=()):
     return source_hash(modules, root=SRC, files=files)
 
 
-def compute_cmd(function):
+def compute_cmd(function=None):
     """Shell command running library function `module:function` with `params.cfg` as parameters.
 
     The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section),
@@ -95,13 +95,21 @@ def compute_cmd(function):
     `--code-hash`, the hash of the source the function's module runs (code_hash), so editing any module in
     its import closure reruns the rule; ntkrepro.run checks that the code it imports is that
     code and records the hash in the results' provenance. Every path is shell-quoted.
+    A wildcarded rule serving several functions passes `function=None` and sets `params.function`
+    and `params.code_hash` (from `function_code_hash`) per job instead.
     """
-    mod = function.partition(":")[0]
+    fn = function or "{params.function}"
+    code = function_code_hash(function) if function else "{params.code_hash}"
     return (
-        f"{PY} -m ntkrepro.run {function} --params {{params.cfg:q}} --scale {SCALE} "
-        f"--config-hash {CONFIG_HASH} --code-hash {code_hash('ntkrepro.run', mod)} "
+        f"{PY} -m ntkrepro.run {fn} --params {{params.cfg:q}} --scale {SCALE} "
+        f"--config-hash {CONFIG_HASH} --code-hash {code} "
         f"--out {{output.results:q}} {{params.extra}} > {{log:q}} 2>&1"
     )
+
+
+def function_code_hash(function):
+    """code_hash of what `python -m ntkrepro.run module:function` runs (ntkrepro.run + the module)."""
+    return code_hash("ntkrepro.run", function.partition(":")[0])
 
 
 def extra_outputs(**paths):

@@ -181,7 +181,7 @@ rule H4_hron2020_kernel_throughput:
     conda:
         CONDA_ENV
     shell:
-        compute_cmd("ntkrepro.hron2020.throughput:run_kernel_throughput")
+        compute_cmd("ntkrepro.hron2020.throughput:run_cifar10_kernel_throughput")
 
 
 BENCHMARKS.append(rules.H4_hron2020_kernel_throughput.output.results)

@@ -1,4 +1,6 @@
-# Generic rules shared by every claim: the figure notebook and the ledger entry.
+# Generic rules shared by every claim: the evaluation (criterion applied once), the figure notebook
+# (reads results + evaluation, plots only) and the ledger entry (evaluation + figure list); so the
+# chain is results -> evaluation -> figure -> entry, without a cycle.
 # Each paper's .smk file registers its claims/figures with register_claim / register_figure.
 # params.code (code_hash, common.smk) is the hash of the source each rule runs, so an edited
 # criterion, plotting helper or ledger module reruns the rules that use it. Paths are quoted.
@@ -9,6 +11,7 @@ rule figure:
     input:
         results=lambda wc: FIGURES[f"{wc.paper}_{wc.claim}_{wc.what}"]["results"],
         notebook="notebooks/{paper}_{claim}_{what}.py",
+        evaluation=f"{R}/claims/evaluations/{{claim}}.json",
     output:
         png=report(
             f"{R}/figures/{{paper}}_{{claim}}_{{what}}.png",
@@ -26,6 +29,7 @@ rule figure:
         nb=lambda wc, input, output: as_json(
             {
                 "results": list(input.results),
+                "evaluation": input.evaluation,
                 "png": output.png,
                 "pdf": output.pdf,
                 "scale": SCALE,
@@ -43,15 +47,14 @@ rule figure:
         "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
 
 
-rule claim_ledger_entry:
-    """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>) -> results/claims/{claim}.json."""
+rule claim_evaluation:
+    """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>.claims) once -> its evaluation."""
     input:
         results=lambda wc: CLAIMS[wc.claim]["results"],
-        figures=lambda wc: [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
     output:
-        f"{R}/claims/{{claim}}.json",
+        f"{R}/claims/evaluations/{{claim}}.json",
     log:
-        f"{R}/logs/claims/{{claim}}.log",
+        f"{R}/logs/claims/{{claim}}.evaluation.log",
     params:
         scale=SCALE,
         config_hash=CONFIG_HASH,
@@ -60,9 +63,26 @@ rule claim_ledger_entry:
     conda:
         CONDA_ENV
     shell:
-        f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --results {{input.results:q}} "
-        "--figures {input.figures:q} --scale {params.scale} --config-hash {params.config_hash} "
-        "--out {output:q} > {log:q} 2>&1"
+        f"{PY} -m ntkrepro.ledger evaluate {{wildcards.claim}} --results {{input.results:q}} "
+        "--scale {params.scale} --config-hash {params.config_hash} --out {output:q} > {log:q} 2>&1"
+
+
+rule claim_ledger_entry:
+    """Claim {claim}'s ledger entry results/claims/{claim}.json: its evaluation plus its figures."""
+    input:
+        evaluation=rules.claim_evaluation.output[0],
+        figures=lambda wc: [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
+    output:
+        f"{R}/claims/{{claim}}.json",
+    log:
+        f"{R}/logs/claims/{{claim}}.log",
+    params:
+        code=code_hash("ntkrepro.ledger"),
+    conda:
+        CONDA_ENV
+    shell:
+        f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --evaluation {{input.evaluation:q}} "
+        "--figures {input.figures:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule claims_table:

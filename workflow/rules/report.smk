@@ -7,7 +7,7 @@ rule replication_report:
     """Render paper/replication_report.tex.j2 with the ledger and figures; latexmk -> PDF."""
     input:
         template="paper/replication_report.tex.j2",
-        sections=[f"paper/sections/{p}.tex" for p in ("hron2020", "arda2026", "hazelden2026", "framework")],
+        sections=[f"paper/sections/{p}.tex" for p in PAPERS],
         table=rules.claims_table.output.tex,
         entries=ledger_targets(),
         figures=figure_targets(),
@@ -29,3 +29,12 @@ rule replication_report:
         f"{PY} -m ntkrepro.report --template {{input.template:q}} --table {{input.table:q}} "
         "--entries {input.entries:q} --captions {input.captions:q} --scale {params.scale} "
         "--tex {output.tex:q} --pdf {output.pdf:q} > {log:q} 2>&1"
+
+
+onstart:
+    # Tell a user without LaTeX in the first second, not when the report rule runs an hour later.
+    from ntkrepro.report import INSTALL_HINT, latex_available
+
+    if not latex_available():
+        print(f"WARNING: {INSTALL_HINT}\nThe report rule will fail; every other output still builds "
+              "(use --keep-going).", file=sys.stderr)

@@ -31,6 +31,7 @@ Metrics (per unit):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -181,29 +182,31 @@ def _ascend_impl(params0, delta, X, rho, steps):
     return jnp.maximum(best, final)
 
 
+@functools.cache
+def _ascend_jit():
+    """The jitted worst-case ascent (compiled once per process, on first use)."""
+    import jax
+
+    return jax.jit(_ascend_impl, static_argnames=("steps",))
+
+
 def _ascend(params0, delta, X, rho, steps):
-    global _ASCEND_JIT
-    if _ASCEND_JIT is None:
-        import jax
-
-        _ASCEND_JIT = jax.jit(_ascend_impl, static_argnames=("steps",))
-    return _ASCEND_JIT(params0, delta, X, rho, steps=steps)
+    return _ascend_jit()(params0, delta, X, rho, steps=steps)
 
 
-_ASCEND_JIT = None
-_TEACHER_CACHE: dict[tuple, dict] = {}
+@functools.cache
+def _make_teacher(seed: int, n: int, d: int, T: int, R: int, nu: float, n_mc: int, kind: str) -> dict:
+    """:func:`ntkrepro.arda2026.teacher.make_teacher`, memoised per process (units of a shard share teachers)."""
+    from ntkrepro.arda2026.teacher import make_teacher
+
+    return make_teacher(seed, n, d, T, R=R, nu=nu, n_mc=n_mc, kind=kind)
 
 
 def teacher_data(section: Mapping[str, Any], seed: int, n: int, T: int, kind: str) -> dict:
     """Teacher ``seed`` of ``kind`` on ``n`` inputs of length ``T`` (cached per process)."""
-    from ntkrepro.arda2026.teacher import make_teacher
-
     t = section["teacher"]
-    k = (int(seed), int(n), int(section["d"]), int(T), int(t["R"]), float(t["nu"]), int(t["n_mc"]), kind)
-    if k not in _TEACHER_CACHE:
-        _TEACHER_CACHE[k] = make_teacher(int(seed), int(n), int(section["d"]), int(T), R=int(t["R"]),
-                                         nu=float(t["nu"]), n_mc=int(t["n_mc"]), kind=kind)
-    return _TEACHER_CACHE[k]
+    return _make_teacher(int(seed), int(n), int(section["d"]), int(T), int(t["R"]), float(t["nu"]), int(t["n_mc"]),
+                         kind)
 
 
 def student_key(seed: int, m: int, T: int, teacher: int | None = None):
@@ -292,13 +295,12 @@ def run_a2_unit(section: Mapping[str, Any], kind: str, seed: int) -> list[dict[s
 def run_a2_shard(params: dict, ctx) -> dict:
     """A2 shard: approximation error (max over the first n inputs) at every width and n, per unit."""
     shard = int(params["shard"])
-    rows = []
+    n_max = max(int(v) for v in params["n_values"])
+    rows, label = [], {}
     for t in ctx.progress(shard_tasks(params, "A2", shard), desc=f"A2 shard {shard}"):
         for s in t["seeds"]:
             rows += run_a2_unit(params, t["kind"], s)
-    label = {}
-    for (seed, n, _d, T, *_rest, kind), D in _TEACHER_CACHE.items():
-        label[f"{kind}:{seed}"] = D["label_stats"]
+            label[f"{t['kind']}:{s}"] = teacher_data(params, s, n_max, int(params["T"]), t["kind"])["label_stats"]
     return {"claim": "A2", "shard": shard, "n_shards": n_shards(params, "A2"), "rows": rows, "label_stats": label}
 
 
@@ -456,22 +458,22 @@ def aggregate_a1(params: dict, ctx) -> dict:
     rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
     out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"]}
     lin_rows = [r for r in rows if "lin_error" in r]
+    grids: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()  # (widths, seeds) of every metric's grid
     for kind in teacher_kinds(params):
         kr = [r for r in rows if r["kind"] == kind]
         res: dict[str, Any] = {"metrics": {}}
-        for metric in METRICS_A1:
+        for metric in (*METRICS_A1, "final_train_loss", "initial_loss", "val_loss"):
             src = lin_rows if metric == "lin_error" else kr
             (widths, seeds), vals = grid(src, ("m", "seed"), metric)
-            res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
-        for metric in ("final_train_loss", "initial_loss", "val_loss"):
-            (widths, seeds), vals = grid(kr, ("m", "seed"), metric)
+            grids.add((tuple(widths), tuple(seeds)))
             res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
         res["label_stats"] = {str(r["seed"]): r["label_stats"] for r in kr}
         res["mean_y2"] = float(np.mean([v["mean_y2"] for v in res["label_stats"].values()]))
         res["seeds"] = seeds
         out["kinds"][kind] = res
-    out["widths"] = widths
-    out["seeds"] = seeds
+    if len(grids) != 1:  # one (widths, seeds) grid for every metric and kind, so the recorded one is everyone's
+        raise ValueError(f"A1 metrics were computed on different (widths, seeds) grids: {sorted(grids)}")
+    out["widths"], out["seeds"] = (list(v) for v in grids.pop())
     return out
 
 
@@ -504,12 +506,15 @@ def growth_fits(n: np.ndarray, mstar: np.ndarray) -> dict[str, float]:
             "rss_pow": rss_pow, "p_loglog": float(p0)}
 
 
-def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarray, n_boot: int) -> dict[str, Any]:
+def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarray, n_boot: int, *, seed: int,
+                         level: float = 0.95) -> dict[str, Any]:
     r"""A2 on an error array ``err[n, width, unit]``: target, :math:`m^\ast(n)`, fits and intervals.
 
     Target (pre-registered): the median approximation error at the smallest n and the geometric
     middle width. :math:`m^\ast(n)` from the per-n power law of median error vs width. Bootstrap
-    over units (teacher draws with their width-m draws), resampled jointly for all n and widths.
+    over units (teacher draws with their width-m draws), resampled jointly for all n and widths,
+    ``n_boot`` resamples from ``numpy.random.default_rng(seed)``; percentile intervals at ``level``
+    (quantiles :math:`(1-\ell)/2` and :math:`(1+\ell)/2` of the valid resamples).
     """
     x = np.array(widths, float)
     nn = np.array(ns, float)
@@ -524,7 +529,8 @@ def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarr
 
     mstar = mstar_of(err)
     fits = growth_fits(nn, mstar)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
+    q = round((1 - level) / 2, 12)  # 0.025 exactly for level 0.95
     boot_p, boot_a, boot_better = [], [], []
     n_units = err.shape[2]
     for _ in range(int(n_boot)):
@@ -539,8 +545,8 @@ def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarr
 
     def interval(v, pt, what):
         if not v:
-            return stats.Interval(pt, -math.inf, math.inf, 0.95, f"no valid bootstrap resample, {what}")
-        return stats.Interval(pt, float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975)), 0.95,
+            return stats.Interval(pt, -math.inf, math.inf, level, f"no valid bootstrap resample, {what}")
+        return stats.Interval(pt, float(np.quantile(v, q)), float(np.quantile(v, 1 - q)), level,
                               f"bootstrap over units ({len(v)} valid of {n_boot}), {what}")
 
     return {
@@ -566,7 +572,7 @@ def aggregate_a2(params: dict, ctx) -> dict:
         labels.update(sh.get("label_stats", {}))
     for kind in teacher_kinds(params):
         (ns, widths, seeds), err = grid([r for r in rows if r["kind"] == kind], ("n", "m", "seed"), "approx_error")
-        res = sample_size_analysis(ns, widths, err, int(params["n_boot"]))
+        res = sample_size_analysis(ns, widths, err, int(params["n_boot"]), seed=int(params["boot_seed"]))
         res["seeds"] = seeds
         res["label_stats"] = {k.split(":", 1)[1]: v for k, v in labels.items() if k.startswith(kind + ":")}
         out["kinds"][kind] = res

@@ -114,7 +114,7 @@ def evaluate_f1(results: Results, scale: str) -> Evaluation:
                 f"{F1_EMPIRICAL_TOL}"),
         substitutes=_scale_subs(scale, f"widths up to {int(widths[-1])} (head size fixed), {n_seeds} seeds")
         + ["synthetic Gaussian-token sequences"],
-        power=_power(power), parts=parts,
+        power=_power(power), parts=parts, figure={"max_median_rel_error": F1_EMPIRICAL_TOL},
     )
 
 
@@ -193,7 +193,7 @@ def evaluate_f2(results: Results, scale: str) -> Evaluation:
                                        f"{r['params']['steps']} GD steps")
         + ["synthetic sequence task (the paper's synthetic tasks are unspecified)",
            f"block activations: softmax attention, LayerNorm, {prim.upper()} feed-forward"],
-        power=_power(power), parts={"gap_slope": status},
+        power=_power(power), parts={"gap_slope": status}, figure={"margin": list(F2_MARGIN)},
     )
 
 
@@ -492,6 +492,7 @@ def evaluate_f6(results: Results, scale: str) -> Evaluation:
            "operationalisation of 'better scaling': slope of log test loss vs log width across matched widths; "
            f"variants: {', '.join(names)}"],
         power=_power(power), parts=parts,
+        figure={"variant_exponent": {name: float(e) for name, e in zip(names, exps)}},
     )
 
 

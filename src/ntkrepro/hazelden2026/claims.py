@@ -105,6 +105,8 @@ _G1_G2_CONTROL = Amendment(
         "default": "reproduced; max rel. error fp64 0, fp32 0 over 20 sites (old criterion applied to the "
                    "default G1 results, whose computation this change does not alter)",
         "smoke": "reproduced; max rel. error fp64 0, fp32 0 over 20 sites (old code of commit 30aa816 re-run at smoke scale by this change's author)"}),),
+    quote=('Paper, abstract: "we prove a universal Kronecker-core theorem showing that K admits an exact, '
+           'forward-pass-computable form given by the Gram matrix of weight-site variables"'),
 ))
 def evaluate_g1(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G1_")
@@ -144,7 +146,7 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
               f"fp32 {measured['max_rel_error_float32']:.2e} (tol 1e-5) over {measured['n_sites']} sites; "
               f"smallest negative-control error {worst_control:.2e} (needs >= {CONTROL_MIN:g})"
               + (f"; missing site kinds {sorted(missing)}" if missing else ""))
-    return Evaluation(measured, verdict, reason, substitutes=subs, power=power)
+    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, figure={"tolerance": dict(TOL)})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +167,8 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
                    "smallest control error 0.0168 (baseline run of commit 30aa816)",
         "smoke": "reproduced; tiny GPTNeoX (2 layers), max rel. error 1.33e-07 over 8 sites; smallest control "
                  "error 0.162 (baseline run of commit 30aa816)"}),),
+    quote=('Paper, abstract: "we validate the main theorems in a self-attention transformer and a pretrained '
+           'Pythia transformer language model with 410 million parameters"'),
 ))
 def evaluate_g2(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G2_")
@@ -200,7 +204,8 @@ def evaluate_g2(results: Results, scale: str) -> Evaluation:
               f"{len(layers)} layers (tol 1e-5); smallest negative-control error {worst_control:.2e}"
               + ("" if covered else "; incomplete coverage"))
     data = [p["weights_path"]] if r["weights"] == "pretrained" and p.get("weights_path") else []
-    return Evaluation(measured, verdict, reason, substitutes=subs, data=data, power=power)
+    return Evaluation(measured, verdict, reason, substitutes=subs, data=data, power=power,
+                      figure={"kinds": sorted(G2_KINDS), "tolerance": TOL["float32"]})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,7 +384,8 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
                 "PyTorch's U(+-1/sqrt(H)) init: g = l / sqrt(3))")
     if r["hidden"] < 256:
         subs.append(f"hidden {r['hidden']} (kpflow 256)")
-    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts)
+    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts,
+                      figure={"low_rank_frac": G3_LOW_RANK_FRAC})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,4 +513,5 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
                 "MLP layers)")
     if p.get("layernorm", True):
         subs.append("LayerNorm (without affine parameters) in the blocks; kpflow's example has none")
-    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts)
+    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts,
+                      figure={"bound_mult": G4_SLACK_MULT, "bound_add": G4_SLACK_ADD})

@@ -64,8 +64,13 @@ def tied_linear_scaling_nngp(x: np.ndarray) -> np.ndarray:
 
 
 def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
-    """Compute rule ``H2_hron2020_average_pooling``: spread and NNGP distance for each d."""
+    """Compute rule ``H2_hron2020_average_pooling``: spread and NNGP distance for each d.
+
+    The bootstraps at dimension ``d`` are seeded ``seed + d mod d_seed_modulus`` (spread) and
+    ``seed + 1 + d mod d_seed_modulus`` (distance).
+    """
     seed, d_in, seq_len, n_inputs = (int(params[k]) for k in ("seed", "d_in", "seq_len", "n_inputs"))
+    modulus = int(params["d_seed_modulus"])
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n_inputs, seq_len, d_in))
     factor = gram_factor(x.reshape(n_inputs * seq_len, d_in))
@@ -76,10 +81,10 @@ def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         key, sub = jax.random.split(key)
         attn = np.asarray(sample_attention_weights(sub, factor, n_draws=int(params["n_draws"]), d_in=d_in,
                                                    d_k=int(d), scaling="linear", seq_len=seq_len), np.float64)
-        spread = bootstrap_ci(attention_spread(attn), n_boot=int(params["n_boot"]), seed=seed + int(d) % 9973)
+        spread = bootstrap_ci(attention_spread(attn), n_boot=int(params["n_boot"]), seed=seed + int(d) % modulus)
         per_draw = attention_gap_nngp_draws(attn, x)
         dist = bootstrap_ci(per_draw, lambda k: rel_frobenius(k.mean(axis=0), k_gap), n_boot=int(params["n_boot"]),
-                            seed=seed + 1 + int(d) % 9973)
+                            seed=seed + 1 + int(d) % modulus)
         rows.append({"d": int(d), "spread": spread.as_dict(), "nngp_distance": dist.as_dict()})
     return {"claim": "H2", "d_in": d_in, "seq_len": seq_len, "n_inputs": n_inputs,
             "n_draws": int(params["n_draws"]), "per_d": rows,

@@ -23,7 +23,7 @@ import numpy as np
 
 from ntkrepro.hron2020.imdb import FAMILY_LABELS, SOTA_ACCURACY
 from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, one_result, register, verdict_of
-from ntkrepro.stats import (Interval, PowerLine, Status, at_least, combine, crossed_bootstrap, equivalence,
+from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
                             powerlaw_wls_fit)
 
@@ -183,8 +183,8 @@ def evaluate_h2(results: Results, scale: str) -> Evaluation:
     d = np.array([row["d"] for row in rows], float)
     spread = np.array([row["spread"]["value"] for row in rows])
     dist = np.array([row["nngp_distance"]["value"] for row in rows])
-    s_slope, _ = linear_fit(np.log(d), np.log(spread))
-    d_slope, _ = linear_fit(np.log(d), np.log(dist))
+    s_slope, s_icpt = linear_fit(np.log(d), np.log(spread))
+    d_slope, d_icpt = linear_fit(np.log(d), np.log(dist))
     last = Interval.from_dict(rows[-1]["nngp_distance"])
     parts: dict[str, Status] = {}
     for key, sl in (("spread slope < 0", s_slope), ("NNGP-distance slope < 0", d_slope)):
@@ -212,10 +212,15 @@ def evaluate_h2(results: Results, scale: str) -> Evaluation:
                   f"spread_at_d_{int(d[-1])}": Interval.from_dict(rows[-1]["spread"]),
                   "tied_linear_scaling_distance": r["tied_linear_scaling_distance"]},
         verdict=verdict, reason=reason, substitutes=subs, power=_power(power), parts=parts,
-        data=[f"synthetic Gaussian inputs: {r['n_inputs']} sequences x {r['seq_len']} tokens x d_in={r['d_in']}"])
+        data=[f"synthetic Gaussian inputs: {r['n_inputs']} sequences x {r['seq_len']} tokens x d_in={r['d_in']}"],
+        figure={"log_log_intercept": {"spread": s_icpt.value, "nngp_distance": d_icpt.value},
+                "gap_distance_threshold": H2_GAP_DISTANCE})
 
 
 # ============================================================================================ H3
+#: Bootstrap replicates of the per-width median intervals drawn in the H3 figure (not part of the criterion).
+H3_FIGURE_N_BOOT = 500
+
 def h3_slope(rows: Sequence[Mapping[str, Any]], kernel: str) -> Interval:
     r"""OLS slope of :math:`\log D` on :math:`\log(\text{width})` over every (width, replicate) estimate
     :math:`D` of ``kernel`` (``"nngp"``/``"ntk"``), with its t-interval (:func:`ntkrepro.stats.linear_fit`)."""
@@ -287,8 +292,14 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
                     f"{r['image_size']}x{r['image_size']} (reduced)")
     if "subset" in r["archive"]:
         subs.append("offline CIFAR-10 subset archive")
+    figure = {g: {"median_ci": [bootstrap_ci(row[f"{g}_distance"], np.median, n_boot=H3_FIGURE_N_BOOT, seed=0).as_dict()
+                                for row in rows],
+                  # intercept of the fitted line log D = icpt + slope log w (mean residual over all estimates)
+                  "log_log_intercept": float(np.mean([np.log(v) - slopes[g].value * np.log(row["width"])
+                                                      for row in rows for v in row[f"{g}_distance"]]))}
+              for g in ("nngp", "ntk")}
     return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
-                      parts=parts,
+                      parts=parts, figure=figure,
                       data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
 
 

@@ -1,4 +1,4 @@
-r"""Benchmark: throughput of the CIFAR-10 attention kernels (issue item 9).
+r"""Benchmark: throughput of the CIFAR-10 attention kernels (rule `H4_hron2020_kernel_throughput`).
 
 For each family (default: GAP and the Struct attention kernel) at a given image size
 (:math:`S = s^2` positions), the jitted neural-tangents ``kernel_fn`` is timed on an
@@ -47,7 +47,7 @@ def matmul_flops(m: int, repeats: int) -> float:
     return 2.0 * m ** 3 / _best_time(lambda: f(a, b).block_until_ready(), repeats)
 
 
-def run_kernel_throughput(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+def run_cifar10_kernel_throughput(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Benchmark rule ``H4_hron2020_kernel_throughput`` (see module docstring)."""
     import jax
 

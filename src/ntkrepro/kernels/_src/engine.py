@@ -19,7 +19,6 @@ single ``get`` string, else a namedtuple with fields ``get``.
 from __future__ import annotations
 
 import collections
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -335,9 +334,7 @@ def nt_kernel_fn(model: Layer) -> Callable[..., Any]:
 
     def call(x1, x2=None, get=("nngp", "ntk"), mask_constant=None, **kwargs):
         get = get if isinstance(get, str) or get is None else tuple(get)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Linear scaling attention used")
-            return jk(x1, x2, get=get, mask_constant=mask_constant, **kwargs)
+        return jk(x1, x2, get=get, mask_constant=mask_constant, **kwargs)
 
     return call
 
