@@ -32,7 +32,7 @@ import numpy as np
 
 from ntkrepro.kernels._src.bridge import from_stax_builder
 from ntkrepro.kernels._src.engine import FastKernelFn, iter_leaves, nt_kernel_fn
-from ntkrepro.kernels._src.layers import Conv, GlobalSelfAttention, Layer, conv_offsets
+from ntkrepro.kernels._src.layers import Conv, GlobalSelfAttention, Layer
 
 TARGETS = {"cifar S=64": 10.0, "imdb L=500": 10.0, "cifar S=256": 5.0, "attention_fraction_of_matmul": 0.30}
 

@@ -238,8 +238,15 @@ class FastKernelFn:
         rows = []
         for leaf, p, a1, a2, plan in recorded:
             ins = [p] if isinstance(p, Pair) else list(p)
-            fn = self._leaf_cache[(id(leaf), plan, tuple(q.ntk for q in ins), ins[0].offset is None)][0]
-            args = (tuple(q.k for q in ins), a1, a2, ins[0].offset)
+            entry = self._leaf_cache.get((id(leaf), plan, tuple(q.ntk for q in ins), ins[0].offset is None))
+            if entry is not None:
+                fn = entry[0]
+                args = (tuple(q.k for q in ins), a1, a2, ins[0].offset)
+            else:  # layers run eagerly (FanOut, FanInSum, Identity)
+                def fn(_l=leaf, _p=p, _a1=a1, _a2=a2, _pl=plan):
+                    out = _l.pair(_p, _a1, _a2, _pl)
+                    return [q.k for q in ((out,) if isinstance(out, Pair) else out)]
+                args = ()
             jax.block_until_ready(fn(*args))
             wall, cpu = [], []
             for _ in range(repeats):
@@ -247,7 +254,7 @@ class FastKernelFn:
                 jax.block_until_ready(fn(*args))
                 wall.append(time.perf_counter() - t0)
                 cpu.append(time.process_time() - c0)
-            mem = fn.lower(*args).compile().memory_analysis()
+            mem = fn.lower(*args).compile().memory_analysis() if entry is not None else None
             rows.append({"layer": type(leaf).__name__, "in_mode": plan.in_mode, "out_mode": plan.out_mode,
                          "pairs": int(ins[0].k.shape[0] * ins[0].k.shape[3 if ins[0].k.ndim >= 4 else 2]),
                          "wall_s": min(wall), "cpu_s": min(cpu),
