@@ -111,12 +111,15 @@ def _real_extent(x: Any, mask_constant: float) -> int:
 class FastKernelFn:
     r"""``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of a
     :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
-    docstring). ``memory_budget``: bytes per chunk of pairs; ``rows``: fix the chunk height instead.
+    docstring). ``memory_budget``: bytes per chunk of pairs; ``rows``: fix the chunk height instead;
+    ``trim``: drop all-masked sequence tails (exact, :meth:`_trim`); ``False`` computes the whole
+    array, as a padding-invariance check of the masking itself needs.
     """
 
     def __init__(self, model: Layer, *, memory_budget: int = DEFAULT_MEMORY_BUDGET, rows: int | None = None,
-                 split_layers: bool | None = None):
+                 split_layers: bool | None = None, trim: bool = True):
         self.model = model
+        self.trim = bool(trim)
         self.memory_budget = int(memory_budget)
         self.rows = rows
         self.split_layers = split_layers
@@ -307,7 +310,7 @@ class FastKernelFn:
         x2 = x1 if sym else jnp.asarray(x2)
         if x1.shape[1:] != x2.shape[1:]:
             raise ValueError(f"x1 and x2 must share trailing shape, got {x1.shape} and {x2.shape}")
-        if mask_constant is not None:
+        if mask_constant is not None and self.trim:
             x1, x2 = self._trim(x1, None if sym else x2, mask_constant)
             x2 = x1 if sym else x2
         plan, single, pair = self._compiled(tuple(x1.shape[1:]), mask_constant, compute_ntk)
