@@ -108,6 +108,19 @@ def _real_extent(x: Any, mask_constant: float) -> int:
     return int(real[-1]) + 1 if real.size else 0
 
 
+def _runs_eagerly(leaf: Layer, plan: Plan) -> bool:
+    """Layers whose pair update is no computation (``Identity``; ``FanOut`` handing each branch
+    the state in its own mode; ``FanInSum`` of two arrays is one addition): run without a compiled
+    copy of the arrays. A ``FanOut`` that extracts a diagonal for a branch (full -> diag, the
+    Residual family's identity branch) is compiled: run eagerly, its gather dispatched op by op
+    cost about 10 % of the Residual kernel at S = 64."""
+    from ntkrepro.kernels._src.layers import FanInSum, FanOut, Identity
+
+    if isinstance(leaf, FanOut):
+        return all(m == plan.in_mode for m in _modes(plan.out_mode))
+    return isinstance(leaf, (FanInSum, Identity))
+
+
 class FastKernelFn:
     r"""``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of a
     :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
@@ -183,9 +196,7 @@ class FastKernelFn:
         layer, plan and NTK status); ``p`` is a :class:`Pair` or a tuple of them (branches)."""
         import jax
 
-        from ntkrepro.kernels._src.layers import FanInSum, FanOut, Identity
-
-        if isinstance(leaf, (FanOut, FanInSum, Identity)):  # copies / a sum: no computation to compile
+        if _runs_eagerly(leaf, plan):  # copies / a sum: no computation to compile
             return leaf.pair(p, aux1, aux2, plan)
         is_tuple = not isinstance(p, Pair)
         ins = list(p) if is_tuple else [p]
