@@ -10,7 +10,7 @@
 
 # %% [markdown]
 # # H4 (Hron et al. 2020, Sec. 5): CIFAR-10 NNGP/NTK regression, attention vs pooling kernels
-# Plotting only: numbers from `results/hron2020/H4_cifar10_kernels.json`, computed by rule
+# Plotting only: numbers and substitutes from `results/hron2020/H4_cifar10_kernels.json`, computed by rule
 # `H4_hron2020_cifar10_kernels` (`ntkrepro.hron2020.cifar10.run_h4`).
 
 # %% tags=["parameters"]
@@ -75,6 +75,5 @@ ax.axvline(0, color="k", lw=0.8)
 ax.set_yticks(y, labels, fontsize=7)
 ax.set(xlabel="test accuracy difference (paired bootstrap 95% CI)", title="orderings stated by the paper")
 fig.tight_layout()
-subs = None if scale == "paper" else [f"{res['n_train']}+{res['n_val']}/{res['n_test']} images at "
-                                      f"{res['image_size']}x{res['image_size']}"]
-save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=subs)
+# substitutes as the compute rule recorded them (hron2020.cifar10.h4_substitutes, also the ledger's)
+save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"], substitutes=res["substitutes"])

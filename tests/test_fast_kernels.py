@@ -298,3 +298,72 @@ def test_flop_count_of_a_diagonal_attention_model():
     assert fl["attention"] == attention
     assert fl["total"] == 2 * c * s * s + conv + attention
     assert math.isclose(fast.flop_count(h4_model("flatten", 1), (4, 4, c))["total"], 2 * c * s + 2 * 9 * s)
+
+
+# --------------------------------------------------------------------------------------------
+# integration: config kernel_backend in H4 / H6, kernel-block cache keyed on the backend
+
+
+def test_config_kernel_backend_is_fast_at_every_scale():
+    for scale, c in CFG.items():
+        assert c["H4"]["kernel_backend"] == "fast" and c["H6"]["kernel_backend"] == "fast", scale
+
+
+def test_h4_kernel_blocks_of_both_backends_agree_and_are_cached_apart(tmp_path):
+    """H4's cached kernels (``cifar10._kernel``) with kernel_backend nt and fast: equal to 1e-5 in
+    float32, in separate cache folders whose manifests name the backend."""
+    import json
+
+    from ntkrepro.hron2020 import cifar10 as h4
+
+    data = {"x_train": images(5, 4, 60), "x_val": images(3, 4, 61)}
+    base = {"arch": ARCH, "image_size": 4, "block_size": 3, "dtype": "float32", "cache_dir": str(tmp_path)}
+    for fam in ("gap", "residual"):
+        out = {b: h4._kernel({**base, "kernel_backend": b}, data, fam, 1, w)
+               for b in ("nt", "fast") for w in ("val",)}
+        for g in ("nngp", "ntk"):
+            assert rel(out["fast"][g], out["nt"][g]) <= 1e-5, (fam, g)
+    manifests = [json.loads(p.read_text()) for p in tmp_path.glob("*/manifest.json")]
+    assert len(manifests) == 4
+    assert sorted(m["backend"] for m in manifests) == ["neural-tangents"] * 2 + ["ntkrepro.kernels.fast"] * 2
+    with pytest.raises(ValueError):
+        h4.jitted_kernel_fn("gap", 1, ARCH, backend="jax")
+
+
+def test_cache_key_covers_the_backend_and_the_fast_source():
+    from ntkrepro.kernels import blocks
+    from ntkrepro.provenance import package_files
+
+    nt_code, fast_code = blocks.code_fingerprint("neural-tangents"), blocks.code_fingerprint("ntkrepro.kernels.fast")
+    x = images(2, 2, 0)
+    kw = dict(desc="d", get=("nngp",), dtype="float32", block_size=2)
+    assert blocks.cache_key(x, None, code=nt_code, **kw) != blocks.cache_key(x, None, code=fast_code, **kw)
+    hashed = package_files(fast_code["modules"])
+    assert {"ntkrepro.kernels.fast", "ntkrepro.kernels._src.engine", "ntkrepro.kernels._src.layers"} <= set(hashed)
+    other = {**fast_code, "source_sha256": "0" * 64}  # an edit of the fast module's source
+    assert blocks.cache_key(x, None, code=other, **kw) != blocks.cache_key(x, None, code=fast_code, **kw)
+
+
+@pytest.mark.parametrize("family,depth", [("gap_fcn", 1), ("struct", 1)])
+def test_h6_model_kernel_fn_of_both_backends_agree(family, depth):
+    from ntkrepro.hron2020 import imdb as h6
+
+    params = {"filter_size": K9, "W_pos_emb_std": float(CFG["default"]["H6"]["W_pos_emb_std"])}
+    x1, x2 = reviews([20, 9, 14], 24, 70), reviews([17, 24], 24, 71)
+    ref = h6.model_kernel_fn(family, depth, {**params, "kernel_backend": "nt"})(x1, x2, ("nngp", "ntk"), mask_constant=C)
+    got = h6.model_kernel_fn(family, depth, {**params, "kernel_backend": "fast"})(x1, x2, ("nngp", "ntk"),
+                                                                                mask_constant=C)
+    for g in ("nngp", "ntk"):
+        assert rel(getattr(got, g), getattr(ref, g)) <= 1e-5, g
+
+
+def test_untrimmed_fast_backend_computes_the_whole_array_and_agrees():
+    """``trim=False`` (H6's padding check): no tail trimming, same kernel."""
+    model = h6_model("struct", 1)
+    long = reviews([20, 11, 6], 64, 80)
+    trimmed, whole = fast.kernel_fn(model, "fast"), fast.kernel_fn(model, "fast", trim=False)
+    assert trimmed._trim(long, None, C)[0].shape[1] < 64
+    a, b = trimmed(long, None, ("nngp", "ntk"), mask_constant=C), whole(long, None, ("nngp", "ntk"), mask_constant=C)
+    for g in ("nngp", "ntk"):
+        assert rel(getattr(b, g), getattr(a, g)) <= 1e-6
+    assert whole._cache and all(key[0] == (64, 8) for key in whole._cache)

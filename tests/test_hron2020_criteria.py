@@ -361,10 +361,31 @@ def test_h6_uses_the_final_table_when_present():
 
 def test_h6_substitutes_label_reduced_runs():
     r = _h6(0.8, 0.8, 0.8)["H6_imdb"]
-    r["protocol"].update(n_train=200, seq_len=64)
+    r["protocol"].update(n_train=200, seq_len=64, archive_sha256="946775c79fc88d7450a8575a03076f4d670a576d556e5e2f4608218b59ef44f4")
     subs = claims.h6_substitutes(r)
-    assert any("reduced protocol 200/" in s for s in subs) and any("subset" in s for s in subs)
+    assert any("reduced protocol 200/" in s for s in subs) and any("not the official" in s for s in subs)
     assert any("final table was not run" in s for s in subs)
+
+
+def test_data_substitute_labels_come_from_the_recorded_sha256_not_the_file_name():
+    from ntkrepro.data import cifar10, imdb
+
+    # H6: an archive named like the official one but with another sha256 is labelled; the official
+    # sha256 under any file name is not; no recorded sha256 is labelled as unconfirmed
+    r = _h6(0.8, 0.8, 0.8)["H6_imdb"]
+    r["protocol"].update(archive="aclImdb_v1.tar.gz", archive_sha256="0" * 64)
+    assert any("not the official" in s for s in claims.h6_substitutes(r))
+    r["protocol"].update(archive="aclImdb-subset.tar.gz", archive_sha256=imdb.OFFICIAL_SHA256)
+    assert not any("archive" in s for s in claims.h6_substitutes(r))
+    del r["protocol"]["archive_sha256"]
+    assert any("sha256 not recorded" in s for s in claims.h6_substitutes(r))
+    # H4 (the ledger and the figure use the same function)
+    h = _h4([0.05] * 4, 0.6, 0.45)["H4_cifar10_kernels"]
+    h.update(archive="cifar-10-python.tar.gz", archive_sha256="0" * 64)
+    assert any("not the official" in s for s in claims.evaluate_h4({"H4_cifar10_kernels": h}, "paper").substitutes)
+    h.update(archive="cifar-10-python-subset.tar.gz", archive_sha256=cifar10.OFFICIAL_SHA256)
+    assert claims.evaluate_h4({"H4_cifar10_kernels": h}, "paper").substitutes == []
+    assert claims.h4_substitutes(h, "default")[0].startswith("10/400 train/validation")
 
 
 # ==================================================================================== registration

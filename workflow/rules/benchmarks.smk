@@ -31,6 +31,41 @@ rule fast_kernels_benchmark:
 BENCHMARKS.append(rules.fast_kernels_benchmark.output.results)
 
 
+# ---- issue 11: what the paper scale costs, before submitting it -----------------------------------
+import yaml
+
+# Reads config/paper.yaml whatever --configfile this run uses: the plan is always for the papers' sizes.
+with open("config/paper.yaml") as _f:
+    PAPER_HRON = yaml.safe_load(_f)["hron2020"]
+
+
+rule paper_scale_plan:
+    """Pairs, FLOPs, peak memory, CPU and GPU hours and SLURM jobs of the H4 / H6 kernel rules at
+    config/paper.yaml, from the fast backend timed at the paper's input sizes (ntkrepro.kernels._src.plan)."""
+    input:
+        "config/paper.yaml",
+    output:
+        results=f"{R}/benchmarks/paper_scale_plan.json",
+        markdown=f"{R}/benchmarks/paper_scale_plan.md",
+    log:
+        f"{R}/logs/benchmarks/paper_scale_plan.log",
+    params:
+        cfg=as_json({"h4": {k: v for k, v in PAPER_HRON["H4"].items() if k != "benchmark"},
+                     "h6": {k: v for k, v in PAPER_HRON["H6"].items() if k != "benchmark"},
+                     "n": 2, "repeats": 2}),
+        extra=lambda wc, output: extra_outputs(markdown=output.markdown),
+    resources:
+        mem_mb=8000,
+        runtime=60,
+    conda:
+        CONDA_ENV
+    shell:
+        compute_cmd("ntkrepro.kernels._src.plan:run_paper_scale_plan")
+
+
+BENCHMARKS.append(rules.paper_scale_plan.output.results)
+
+
 rule benchmarks:
     input:
         BENCHMARKS,

@@ -74,7 +74,7 @@ rule H6_hron2020_imdb_kernel_throughput:
     conda:
         CONDA_ENV
     shell:
-        compute_cmd("ntkrepro.hron2020.imdb:run_kernel_throughput")
+        compute_cmd("ntkrepro.hron2020.imdb:run_imdb_kernel_throughput")
 
 
 BENCHMARKS.append(rules.H6_hron2020_imdb_kernel_throughput.output.results)

@@ -42,9 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.data.cifar10 import N_CLASSES, balanced_subset, load_cifar10, preprocess, resolve_cifar10
+from ntkrepro.data.cifar10 import (N_CLASSES, OFFICIAL_SHA256, balanced_subset, load_cifar10, preprocess,
+                                   resolve_cifar10)
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
 from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
+from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
+from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
 from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes, select_diag_reg
 from ntkrepro.run import RunContext
 from ntkrepro.stats import bootstrap_ci, paired_bootstrap
@@ -104,9 +107,25 @@ def build_model(family: str, depth: int, arch: Mapping[str, Any], n_out: int = N
     return stax.serial(*layers, *tail, stax.Dense(n_out, W_std=1.0, b_std=0.0))
 
 
-def jitted_kernel_fn(family: str, depth: int, arch: Mapping[str, Any], nt_batch_size: int = 0):
-    """A jitted ``kernel_fn(x1, x2, get)``; with ``nt_batch_size > 0`` wrapped by ``nt.batch`` over
-    all local devices (paper scale)."""
+#: ``kernel_backend`` config value -> the backend name keyed into the kernel-block cache.
+BACKEND_NAMES = {"nt": "neural-tangents", "fast": "ntkrepro.kernels.fast"}
+
+
+def jitted_kernel_fn(family: str, depth: int, arch: Mapping[str, Any], nt_batch_size: int = 0,
+                     backend: str = "nt"):
+    """A ``kernel_fn(x1, x2, get)`` of :func:`build_model`'s model, computed by ``backend``:
+
+    * ``"nt"``: neural-tangents' ``kernel_fn`` (the reference), jitted; with ``nt_batch_size > 0``
+      wrapped by ``nt.batch`` over all local devices (paper scale);
+    * ``"fast"``: :class:`ntkrepro.kernels.fast.FastKernelFn` of the same description (equal to
+      neural-tangents to rounding, ``tests/test_fast_kernels.py``); it chunks rows itself, so
+      ``nt_batch_size`` is not used.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"kernel_backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "fast":
+        kf = backend_kernel_fn(from_stax_builder(build_model, family, depth, dict(arch)), "fast")
+        return lambda a, b, get: kf(a, b, tuple(get))
     import jax
 
     from ntkrepro.nt import nt
@@ -117,6 +136,15 @@ def jitted_kernel_fn(family: str, depth: int, arch: Mapping[str, Any], nt_batch_
         return lambda a, b, get: batched(a, b, get)
     jk = jax.jit(kfn, static_argnames=("get",))
     return lambda a, b, get: jk(a, b, get=tuple(get))
+
+
+def _backend(params: Mapping[str, Any]) -> str:
+    """The configured ``kernel_backend`` (``nt`` for configs written before the key existed)."""
+    return str(params.get("kernel_backend", "nt"))
+
+
+def _kernel_fn(params: Mapping[str, Any], family: str, depth: int):
+    return jitted_kernel_fn(family, depth, dict(params["arch"]), int(params.get("nt_batch_size", 0)), _backend(params))
 
 
 # --------------------------------------------------------------------------------------------
@@ -165,11 +193,12 @@ def _kernel(params: Mapping[str, Any], data: Mapping[str, np.ndarray], fam: str,
     """The (cached, resumable) kernel ``which`` of :data:`KERNEL_PAIRS` for ``fam`` at ``depth``."""
     rows, cols = KERNEL_PAIRS[which]
     if kfn is None:
-        kfn = jitted_kernel_fn(fam, depth, dict(params["arch"]), int(params.get("nt_batch_size", 0)))
+        kfn = _kernel_fn(params, fam, depth)
     return compute_kernel_blocks(kfn, data[f"x_{rows}"], None if cols is None else data[f"x_{cols}"],
                                  block_size=int(params["block_size"]), cache_dir=params["cache_dir"], get=KERNELS,
                                  dtype=str(params.get("dtype", "float32")),
-                                 desc=f"H4 {fam}-d{depth} {which} [{_arch_tag(params)}]", only_blocks=only_blocks)
+                                 desc=f"H4 {fam}-d{depth} {which} [{_arch_tag(params)}]", only_blocks=only_blocks,
+                                 backend=BACKEND_NAMES[_backend(params)])
 
 
 def shard_blocks(params: Mapping[str, Any], data: Mapping[str, np.ndarray], shard: int, n_shards: int
@@ -212,61 +241,68 @@ def run_h4_shard(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             "kernels": [[f, dp, w, len(b)] for f, dp, w, b in jobs]}
 
 
-def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
-    """Compute rule ``H4_hron2020_cifar10_kernels``: depth/regulariser selection on validation,
-    final test accuracies with CIs, and paired accuracy differences for the paper's orderings."""
-    seed, n_boot = int(params["seed"]), int(params["n_boot"])
-    d = load_splits(params, ctx)
-    xt, xv, xs = d["x_train"], d["x_val"], d["x_test"]
-    yt, yv, ys = d["y_train"], d["y_val"], d["y_test"]
-    arch = dict(params["arch"])
-    families = list(params["families"])
-    depths = [int(v) for v in params["depths"]]
+def select_on_validation(params: Mapping[str, Any], d: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Step 1 of :func:`run_h4`: for every (family, depth, kernel) the diagonal regulariser with the
+    best validation accuracy (:func:`ntkrepro.kernels.inference.select_diag_reg`), that accuracy,
+    the scores of the whole grid and the per-image validation correctness at the selected value
+    (the H4 depth ordering resamples images)."""
+    yt, yv = d["y_train"], d["y_val"]
     grid = [float(v) for v in params["diag_reg_grid"]]
-    nb = int(params.get("nt_batch_size", 0))
-
-    # 1. selection on the validation split
     sweep = []
-    for fam in families:
-        for depth in depths:
-            kfn = jitted_kernel_fn(fam, depth, arch, nb)
-            tag = f"{fam}-d{depth}"
+    for fam in params["families"]:
+        for depth in (int(v) for v in params["depths"]):
+            kfn = _kernel_fn(params, fam, depth)
             k_tt = _kernel(params, d, fam, depth, "train", kfn)
             k_vt = _kernel(params, d, fam, depth, "val", kfn)
             for g in KERNELS:
                 best, scores = select_diag_reg(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), one_hot(yv, N_CLASSES), grid)
                 val_acc = max(s["accuracy"] for s in scores)
-                # per-image correctness at the selected diag_reg (the H4 depth ordering resamples images)
                 val_ok = predicted_classes(kernel_regression(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), best)) == yv
                 sweep.append({"family": fam, "depth": depth, "kernel": g, "diag_reg": best, "val_accuracy": val_acc,
                               "scores": scores, "val_correct": val_ok.astype(int).tolist()})
-                log.info("H4 %s %s: val acc %.3f (diag_reg %g)", tag, g, val_acc, best)
+                log.info("H4 %s-d%d %s: val acc %.3f (diag_reg %g)", fam, depth, g, val_acc, best)
+    return sweep
 
-    # 2. final: refit on train+val with the selected depth and regulariser, evaluate on test
-    final_override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
-    x_full = np.concatenate([xt, xv])
-    y_full = one_hot(np.concatenate([yt, yv]), N_CLASSES)
+
+def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict[str, Any]]
+               ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """Step 2 of :func:`run_h4`: per family and kernel, the validation-selected depth (ties ->
+    shallower; ``final_depth`` overrides) and regulariser, refit on train :math:`\\cup` validation,
+    test accuracy with a bootstrap CI. Returns the ``final`` rows and the per-image test
+    correctness ``{"<family>_<kernel>": 0/1 array}``."""
+    seed, n_boot = int(params["seed"]), int(params["n_boot"])
+    override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
+    y_full = one_hot(np.concatenate([d["y_train"], d["y_val"]]), N_CLASSES)
     final, correct = [], {}
-    for fam in families:
+    for fam in params["families"]:
         for g in KERNELS:
             rows = [r for r in sweep if r["family"] == fam and r["kernel"] == g]
-            sel = min(rows, key=lambda r: (-r["val_accuracy"], r["depth"]))  # ties -> shallower
-            depth = final_override.get(fam, sel["depth"])
-            kfn = jitted_kernel_fn(fam, depth, arch, nb)
+            sel = min(rows, key=lambda r: (-r["val_accuracy"], r["depth"]))
+            depth = override.get(fam, sel["depth"])
+            kfn = _kernel_fn(params, fam, depth)
             k_tt, k_vt, k_vv, k_st, k_sv = (_kernel(params, d, fam, depth, w, kfn)[g]
                                             for w in ("train", "val", "valval", "test", "testval"))
             k_full = np.block([[k_tt, k_vt.T], [k_vt, k_vv]])
-            k_st = np.concatenate([k_st, k_sv], axis=1)
-            pred, jitter = kernel_regression(k_full, k_st, y_full, sel["diag_reg"], return_jitter=True)
-            ok = (predicted_classes(pred) == ys).astype(np.int8)
+            pred, jitter = kernel_regression(k_full, np.concatenate([k_st, k_sv], axis=1), y_full, sel["diag_reg"],
+                                             return_jitter=True)
+            ok = (predicted_classes(pred) == d["y_test"]).astype(np.int8)
             correct[f"{fam}_{g}"] = ok
             acc = bootstrap_ci(ok.astype(float), np.mean, n_boot=n_boot, seed=seed)
             final.append({"family": fam, "kernel": g, "depth": depth, "selected_depth": sel["depth"],
                           "diag_reg": sel["diag_reg"], "val_accuracy": sel["val_accuracy"],
                           "test_accuracy": acc.as_dict(), "jitter": jitter})
             log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
+    return final, correct
 
-    # 3. paired differences for the paper's orderings
+
+def orderings(params: Mapping[str, Any], final: list[dict[str, Any]], correct: Mapping[str, np.ndarray]
+              ) -> list[dict[str, Any]]:
+    """Step 3 of :func:`run_h4`: paired bootstrap intervals of test-accuracy differences for the
+    paper's orderings, per kernel: Struct - Vanilla, Residual - Vanilla, and (best attention family
+    on validation) - GAP and - LAP."""
+    seed, n_boot = int(params["seed"]), int(params["n_boot"])
+    families = list(params["families"])
+
     def val_of(fam: str, g: str) -> float:
         return next(r["val_accuracy"] for r in final if r["family"] == fam and r["kernel"] == g)
 
@@ -282,10 +318,50 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
                 diff = paired_bootstrap(correct[f"{a}_{g}"], correct[f"{b}_{g}"], n_boot=n_boot, seed=seed + 1 + k)
                 comparisons.append({"kernel": g, "a": a, "b": b, "a_is_best_attention_on_val": a == best_att,
                                     "difference": diff.as_dict()})
+    return comparisons
+
+
+def is_official_archive(sha256: str) -> bool:
+    """Whether a recorded archive sha256 is the official ``cifar-10-python.tar.gz``'s
+    (:data:`ntkrepro.data.cifar10.OFFICIAL_SHA256`)."""
+    return str(sha256).lower() == OFFICIAL_SHA256
+
+
+def h4_substitutes(r: Mapping[str, Any], scale: str) -> list[str]:
+    """Reductions of an H4 run relative to the paper (ledger entry and figure footer): sizes below
+    the paper's at smoke/default scale, and the data label from the recorded archive sha256
+    compared with the official archive's (not from the file name)."""
+    depths = sorted(int(v) for v in r["depths"])
+    subs = []
+    if scale != "paper":
+        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
+                    f"45K/5K and 50K/10K")
+        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
+        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
+    if not is_official_archive(r["archive_sha256"]):
+        subs.append(f"CIFAR-10 archive {r['archive']} is not the official cifar-10-python.tar.gz (sha256 "
+                    f"{str(r['archive_sha256'])[:12]}... != {OFFICIAL_SHA256[:12]}...): the offline subset, decoded "
+                    "from a JPEG copy; pixels differ slightly from the official binary")
+    return subs
+
+
+def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Compute rule ``H4_hron2020_cifar10_kernels``: depth/regulariser selection on validation
+    (:func:`select_on_validation`), final test accuracies with CIs (:func:`final_test`), paired
+    accuracy differences for the paper's orderings (:func:`orderings`); kernels by the configured
+    ``kernel_backend``. The result records its substitutes (:func:`h4_substitutes`) for the figure."""
+    d = load_splits(params, ctx)
+    sweep = select_on_validation(params, d)
+    final, correct = final_test(params, d, sweep)
+    comparisons = orderings(params, final, correct)
     if ctx.outputs.get("predictions"):
-        write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": ys},
+        write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]},
                   provenance=ctx.provenance())
-    return {"claim": "H4", "image_size": int(params["image_size"]), "n_train": int(xt.shape[0]),
-            "n_val": int(xv.shape[0]), "n_test": int(xs.shape[0]), "families": families, "depths": depths,
-            "arch": arch, "archive": Path(d["archive"]).name, "archive_sha256": d["archive_sha256"],
-            "n_available": d["n_available"], "sweep": sweep, "final": final, "comparisons": comparisons}
+    out = {"claim": "H4", "image_size": int(params["image_size"]), "n_train": int(d["x_train"].shape[0]),
+           "n_val": int(d["x_val"].shape[0]), "n_test": int(d["x_test"].shape[0]), "families": list(params["families"]),
+           "depths": [int(v) for v in params["depths"]], "arch": dict(params["arch"]),
+           "kernel_backend": _backend(params), "archive": Path(d["archive"]).name,
+           "archive_sha256": d["archive_sha256"], "archive_official": is_official_archive(d["archive_sha256"]),
+           "n_available": d["n_available"], "sweep": sweep, "final": final, "comparisons": comparisons}
+    out["substitutes"] = h4_substitutes(out, ctx.scale)
+    return out

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.hron2020.imdb import FAMILY_LABELS, SOTA_ACCURACY
+from ntkrepro.hron2020.cifar10 import h4_substitutes
+from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
 from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
@@ -419,14 +420,7 @@ def evaluate_h4(results: Results, scale: str) -> Evaluation:
               f"{depth_note} (fraction of shallow selections {frac:.2f} over depths {depths}); "
               f"n_train+val={r['n_train'] + r['n_val']}, n_test={r['n_test']}, {r['image_size']}x{r['image_size']} "
               "images.")
-    subs = []
-    if scale != "paper":
-        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
-                    f"45K/5K and 50K/10K")
-        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
-        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
-    if "subset" in r["archive"]:
-        subs.append("offline CIFAR-10 subset (decoded from a JPEG copy; pixels differ slightly from the official binary)")
+    subs = h4_substitutes(r, scale)
     return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
                       parts=parts, data=[f"CIFAR-10 python archive {r['archive']} (sha256 {r['archive_sha256']})"])
 
@@ -556,27 +550,6 @@ def evaluate_h5(results: Results, scale: str) -> Evaluation:
 H6_EQUIVALENCE_MARGIN = 0.02
 #: Relative tolerance of the padding-invariance check in float32.
 PAD_RTOL = 1e-4
-#: The paper's selection protocol (train/valid/test reviews, tokens).
-H6_PAPER_SIZES = {"n_train": 3200, "n_valid": 1600, "n_test": 1600, "seq_len": 500}
-
-
-def h6_substitutes(r: Mapping[str, Any]) -> list[str]:
-    """Reductions of an H6 run relative to the paper (for the ledger entry and the figure)."""
-    p = r.get("protocol", {})
-    subs = []
-    if any(int(p.get(k, v)) < v for k, v in H6_PAPER_SIZES.items()):
-        subs.append(f"reduced protocol {p.get('n_train')}/{p.get('n_valid')}/{p.get('n_test')} "
-                    f"train/valid/test at length {p.get('seq_len')} (paper: 3200/1600/1600 at 500, 25K/25K final)")
-    fin = r.get("final") or {}
-    if not fin:
-        subs.append("selection protocol only: verdict on its test split (the 25K/25K final table was not run)")
-    elif int(fin["n_train"]) < 25000 or int(fin["n_test"]) < 25000:
-        subs.append(f"reduced final table {fin['n_train']}/{fin['n_test']} train/test (paper: 25K/25K)")
-    if "subset" in str(p.get("archive", "")):
-        subs.append("IMDb offline subset archive (5,000 train / 2,000 test reviews, official layout)")
-    return subs
-
-
 _H6 = ClaimSpec(
     id="H6",
     paper=PAPER,

@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
+from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
 
 log = logging.getLogger("ntkrepro")
 
@@ -59,6 +61,10 @@ FAMILIES = ("gap", "gap_fcn", "cnn_gap", "struct")
 FAMILY_LABELS = {"gap": "GAP-only", "gap_fcn": "GAP-FCN", "cnn_gap": "CNN-GAP", "struct": "Struct"}
 #: State of the art quoted by the paper for IMDb (accuracy).
 SOTA_ACCURACY = 0.974
+#: The paper's selection protocol (train/valid/test reviews, tokens).
+H6_PAPER_SIZES = {"n_train": 3200, "n_valid": 1600, "n_test": 1600, "seq_len": 500}
+#: ``kernel_backend`` config value -> the backend name keyed into the kernel-block cache.
+BACKEND_NAMES = {"nt": "neural-tangents", "fast": "ntkrepro.kernels.fast"}
 
 
 def _pos_decay(d):
@@ -119,12 +125,41 @@ def model_name(family: str, depth: int) -> str:
 
 
 def _jitted(kernel_fn):
+    """``kernel_fn`` jitted (``get``, ``mask_constant`` static), neural-tangents' warning about
+    linear-scaling attention silenced for the call only."""
     import warnings
 
     import jax
 
-    warnings.filterwarnings("ignore", message="Linear scaling attention used")
-    return jax.jit(kernel_fn, static_argnames=("get", "mask_constant"))
+    jk = jax.jit(kernel_fn, static_argnames=("get", "mask_constant"))
+
+    def call(x1, x2=None, get=("nngp", "ntk"), mask_constant=None):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Linear scaling attention used")
+            return jk(x1, x2, get=get if isinstance(get, str) else tuple(get), mask_constant=mask_constant)
+
+    return call
+
+
+def model_kernel_fn(family: str, depth: int, params: Mapping[str, Any], **fast_options: Any):
+    """``kernel_fn(x1, x2, get, mask_constant=c)`` of one model computed by the configured
+    ``kernel_backend``: ``"nt"`` (neural-tangents, the reference; jitted :func:`build_kernel_fn`)
+    or ``"fast"`` (:class:`ntkrepro.kernels.fast.FastKernelFn` of the same description, equal to
+    neural-tangents to rounding: ``tests/test_fast_kernels.py``; ``fast_options`` are its keyword
+    arguments)."""
+    backend = _backend(params)
+    kw = dict(filter_size=int(params["filter_size"]), W_pos_emb_std=float(params["W_pos_emb_std"]))
+    if backend == "fast":
+        return backend_kernel_fn(from_stax_builder(build_kernel_fn, family, depth, **kw), "fast", **fast_options)
+    return _jitted(build_kernel_fn(family, depth, **kw))
+
+
+def _backend(params: Mapping[str, Any]) -> str:
+    """The configured ``kernel_backend`` (``nt`` for configs written before the key existed)."""
+    backend = str(params.get("kernel_backend", "nt"))
+    if backend not in BACKENDS:
+        raise ValueError(f"kernel_backend must be one of {BACKENDS}, got {backend!r}")
+    return backend
 
 
 def padding_invariance(kernel_fn, x: np.ndarray, extra: int, mask_constant: float,
@@ -133,9 +168,6 @@ def padding_invariance(kernel_fn, x: np.ndarray, extra: int, mask_constant: floa
 
     Returns, per kernel in ``get``, :math:`\max_{ij}|K'_{ij}-K_{ij}| / \max_{ij}|K_{ij}|`.
     """
-    import warnings
-
-    warnings.filterwarnings("ignore", message="Linear scaling attention used")
     x = np.asarray(x, np.float32)
     pad = np.full((x.shape[0], extra, x.shape[2]), mask_constant, np.float32)
     xp = np.concatenate([x, pad], axis=1)
@@ -160,9 +192,11 @@ def _prepare(params: Mapping[str, Any], ctx, final: Mapping[str, int] | None = N
     (``valid`` is then empty).
     """
     from ntkrepro.data import glove, imdb, text
+    from ntkrepro.io import sha256_file
 
     path = imdb.resolve(params["imdb"])
     ctx.use_data(path)
+    archive_sha256 = sha256_file(path)
     reviews = imdb.read_reviews(path)
     if final is None:
         subsets = imdb.split_protocol(reviews, n_train=params["n_train"], n_valid=params["n_valid"],
@@ -198,7 +232,8 @@ def _prepare(params: Mapping[str, Any], ctx, final: Mapping[str, int] | None = N
     }
     ys = {k: imdb.targets(v) for k, v in subsets.items() if v}
     ids = {k: [f"{r.split}/{'pos' if r.label else 'neg'}/{r.id}" for r in v] for k, v in subsets.items()}
-    return {"x": xs, "y": ys, "lengths": lengths, "stats": stats, "ids": ids}
+    return {"x": xs, "y": ys, "lengths": lengths, "stats": stats, "ids": ids, "archive": Path(path).name,
+            "archive_sha256": archive_sha256}
 
 
 def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,12 +247,11 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any]) ->
     c = float(params["mask_constant"])
     out = {}
     for fam, sel in ctx.progress(list(families.items()), desc="H6 final table"):
-        kfn = _jitted(build_kernel_fn(fam, int(sel["depth"]), filter_size=int(params["filter_size"]),
-                                      W_pos_emb_std=float(params["W_pos_emb_std"])))
+        kfn = model_kernel_fn(fam, int(sel["depth"]), params)
         desc = "H6 final " + describe(family=fam, depth=sel["depth"], filter_size=params["filter_size"],
                                       W_pos_emb_std=params["W_pos_emb_std"])
         kw = dict(block_size=int(params["block_size"]), cache_dir=Path(params["cache_dir"]), get=(sel["kernel"],),
-                  dtype=params["dtype"], desc=desc, mask_constant=c)
+                  dtype=params["dtype"], desc=desc, backend=BACKEND_NAMES[_backend(params)], mask_constant=c)
         k_tt = compute_kernel_blocks(kfn, x["train"], None, **kw)[sel["kernel"]]
         k_st = compute_kernel_blocks(kfn, x["test"], x["train"], **kw)[sel["kernel"]]
         pred, jitter = kernel_regression(k_tt, k_st, y["train"], float(sel["diag_reg"]), return_jitter=True)
@@ -230,58 +264,65 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any]) ->
             "families": out, "text_stats": data["stats"]}
 
 
-def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Kernels of every model on the IMDb protocol subsets, regression, accuracies (see module doc)."""
+def pad_check_indices(lengths: np.ndarray, n_reviews: int, seed: int) -> np.ndarray:
+    """Test reviews of the padding check: the ``n_reviews // 2`` shortest (their own padding) and
+    random others (mostly truncated), sorted."""
+    shortest = np.argsort(lengths, kind="stable")[: n_reviews // 2]
+    rest = np.setdiff1d(np.arange(len(lengths)), shortest)
+    others = np.random.default_rng(seed + 1).choice(rest, n_reviews - len(shortest), replace=False)
+    return np.sort(np.concatenate([shortest, others]))
+
+
+def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, depth: int, pad_idx: np.ndarray
+              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """One model of :func:`model_grid`: its NNGP and NTK (cached blocks) train x train and
+    (valid + test) x train, diag_reg selected on validation, test accuracy with a bootstrap CI,
+    padding invariance on the reviews ``pad_idx``. Returns the model's entry and its per-review
+    test correctness per kernel."""
     from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
     from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
 
-    data = _prepare(params, ctx)
     x, y = data["x"], data["y"]
     c = float(params["mask_constant"])
-    grid = [float(g) for g in params["diag_reg_grid"]]
-    cache = Path(params["cache_dir"])
     n_boot, seed = int(params["n_boot"]), int(params["seed"])
-    x_eval = np.concatenate([x["valid"], x["test"]])
     n_valid = x["valid"].shape[0]
-    models, correct = [], {}
-    # padding check on the shortest test reviews (their own padding) and on random others (mostly truncated)
-    n_pad = int(params["pad_check"]["n_reviews"])
-    shortest = np.argsort(data["lengths"]["test"], kind="stable")[: n_pad // 2]
-    rest = np.setdiff1d(np.arange(x["test"].shape[0]), shortest)
-    pad_idx = np.sort(np.concatenate([shortest, np.random.default_rng(seed + 1).choice(rest, n_pad - len(shortest),
-                                                                                        replace=False)]))
-    for family, depth in ctx.progress(model_grid(params), desc="H6 models"):
-        name = model_name(family, depth)
-        kfn = build_kernel_fn(family, depth, filter_size=int(params["filter_size"]),
-                              W_pos_emb_std=float(params["W_pos_emb_std"]))
-        jk = _jitted(kfn)
-        desc = "H6 " + describe(family=family, depth=depth, filter_size=params["filter_size"],
-                                W_pos_emb_std=params["W_pos_emb_std"])
-        kw = dict(block_size=int(params["block_size"]), cache_dir=cache, get=("nngp", "ntk"),
-                  dtype=params["dtype"], desc=desc, mask_constant=c)
-        k_tt = compute_kernel_blocks(jk, x["train"], None, **kw)
-        k_et = compute_kernel_blocks(jk, x_eval, x["train"], **kw)
-        pad = padding_invariance(kfn, x["test"][pad_idx], int(params["pad_check"]["extra"]), c)
-        entry = {"family": family, "depth": depth, "name": name, "padding_invariance": pad, "kernels": {}}
-        for g in ("nngp", "ntk"):
-            kt, kv, ks = k_tt[g], k_et[g][:n_valid], k_et[g][n_valid:]
-            best, scores = select_diag_reg(kt, kv, y["train"], y["valid"], grid)
-            pred, jitter = kernel_regression(kt, ks, y["train"], best, return_jitter=True)
-            acc = accuracy_with_ci(pred, y["test"], n_boot=n_boot, seed=seed)
-            correct[f"{family}:{depth}:{g}"] = ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int)
-            entry["kernels"][g] = {
-                "diag_reg": best,
-                "valid_accuracy": max(s["accuracy"] for s in scores if s["diag_reg"] == best),
-                "valid_scores": scores,
-                "test_accuracy": acc.as_dict(),
-                "jitter": float(jitter),
-                "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
-            }
-            log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
-                     entry["kernels"][g]["valid_accuracy"], acc.value, acc.low, acc.high)
-        models.append(entry)
+    name = model_name(family, depth)
+    jk = model_kernel_fn(family, depth, params)
+    desc = "H6 " + describe(family=family, depth=depth, filter_size=params["filter_size"],
+                            W_pos_emb_std=params["W_pos_emb_std"])
+    kw = dict(block_size=int(params["block_size"]), cache_dir=Path(params["cache_dir"]), get=("nngp", "ntk"),
+              dtype=params["dtype"], desc=desc, backend=BACKEND_NAMES[_backend(params)], mask_constant=c)
+    k_tt = compute_kernel_blocks(jk, x["train"], None, **kw)
+    k_et = compute_kernel_blocks(jk, np.concatenate([x["valid"], x["test"]]), x["train"], **kw)
+    # the fast backend without its exact tail trimming: otherwise the check would compare two
+    # computations on the same trimmed arrays and could not fail
+    check_fn = model_kernel_fn(family, depth, params, trim=False) if _backend(params) == "fast" else jk
+    pad = padding_invariance(check_fn, x["test"][pad_idx], int(params["pad_check"]["extra"]), c)
+    entry = {"family": family, "depth": depth, "name": name, "padding_invariance": pad, "kernels": {}}
+    correct = {}
+    for g in ("nngp", "ntk"):
+        kt, kv, ks = k_tt[g], k_et[g][:n_valid], k_et[g][n_valid:]
+        best, scores = select_diag_reg(kt, kv, y["train"], y["valid"], [float(v) for v in params["diag_reg_grid"]])
+        pred, jitter = kernel_regression(kt, ks, y["train"], best, return_jitter=True)
+        acc = accuracy_with_ci(pred, y["test"], n_boot=n_boot, seed=seed)
+        correct[g] = ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int)
+        entry["kernels"][g] = {
+            "diag_reg": best,
+            "valid_accuracy": max(s["accuracy"] for s in scores if s["diag_reg"] == best),
+            "valid_scores": scores,
+            "test_accuracy": acc.as_dict(),
+            "jitter": float(jitter),
+            "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
+        }
+        log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
+                 entry["kernels"][g]["valid_accuracy"], acc.value, acc.low, acc.high)
+    return entry, correct
 
-    # family representatives: best validation accuracy (ties: first in config order, NNGP before NTK)
+
+def select_families(models: Sequence[Mapping[str, Any]], correct: Mapping[tuple[str, int, str], np.ndarray]
+                    ) -> dict[str, dict[str, Any]]:
+    """Each family's representative: the (depth, kernel) with the best validation accuracy (ties:
+    first in config order, NNGP before NTK), with its test accuracy and per-review correctness."""
     families = {}
     for fam in FAMILIES:
         cands = [(m, g) for m in models if m["family"] == fam for g in ("nngp", "ntk")]
@@ -293,15 +334,69 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
                          "valid_accuracy": m["kernels"][g]["valid_accuracy"],
                          "test_accuracy": m["kernels"][g]["test_accuracy"],
                          "jitter": m["kernels"][g]["jitter"],
-                         "test_correct": correct[f"{fam}:{m['depth']}:{g}"].tolist()}
+                         "test_correct": correct[(fam, m["depth"], g)].tolist()}
+    return families
+
+
+def is_official_archive(sha256: str | None) -> bool:
+    """Whether a recorded archive sha256 is the official ``aclImdb_v1.tar.gz``'s
+    (:data:`ntkrepro.data.imdb.OFFICIAL_SHA256`)."""
+    from ntkrepro.data.imdb import OFFICIAL_SHA256
+
+    return sha256 is not None and str(sha256).lower() == OFFICIAL_SHA256
+
+
+def h6_substitutes(r: Mapping[str, Any]) -> list[str]:
+    """Reductions of an H6 run relative to the paper (for the ledger entry and the figure): sizes,
+    the final table, and the data label from the recorded archive sha256 compared with the official
+    archive's (not from the file name)."""
+    from ntkrepro.data.imdb import OFFICIAL_SHA256
+
+    p = r.get("protocol", {})
+    subs = []
+    if any(int(p.get(k, v)) < v for k, v in H6_PAPER_SIZES.items()):
+        subs.append(f"reduced protocol {p.get('n_train')}/{p.get('n_valid')}/{p.get('n_test')} "
+                    f"train/valid/test at length {p.get('seq_len')} (paper: 3200/1600/1600 at 500, 25K/25K final)")
+    fin = r.get("final") or {}
+    if not fin:
+        subs.append("selection protocol only: verdict on its test split (the 25K/25K final table was not run)")
+    elif int(fin["n_train"]) < 25000 or int(fin["n_test"]) < 25000:
+        subs.append(f"reduced final table {fin['n_train']}/{fin['n_test']} train/test (paper: 25K/25K)")
+    sha = p.get("archive_sha256")
+    if sha is None:
+        subs.append(f"IMDb archive {p.get('archive', '?')}: sha256 not recorded (results of older code), "
+                    "so not confirmed to be the official aclImdb_v1.tar.gz")
+    elif not is_official_archive(sha):
+        subs.append(f"IMDb archive {p.get('archive', '?')} is not the official aclImdb_v1.tar.gz (sha256 "
+                    f"{str(sha)[:12]}... != {OFFICIAL_SHA256[:12]}...): the offline subset "
+                    "(5,000 train / 2,000 test reviews, official layout)")
+    return subs
+
+
+def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Compute rule ``H6_hron2020_imdb``: every model of :func:`model_grid` fitted and evaluated
+    (:func:`fit_model`), family representatives chosen on validation (:func:`select_families`),
+    the final table if configured (:func:`_final_table`). Kernels by the configured
+    ``kernel_backend``. The result records its substitutes (:func:`h6_substitutes`) for the figure."""
+    data = _prepare(params, ctx)
+    pad_idx = pad_check_indices(data["lengths"]["test"], int(params["pad_check"]["n_reviews"]), int(params["seed"]))
+    models, correct = [], {}
+    for family, depth in ctx.progress(model_grid(params), desc="H6 models"):
+        entry, ok = fit_model(params, data, family, depth, pad_idx)
+        models.append(entry)
+        correct.update({(family, depth, g): v for g, v in ok.items()})
+    families = select_families(models, correct)
     final = _final_table(params, ctx, families) if params.get("final") else None
     if "table" in ctx.outputs:
         write_table(ctx.outputs["table"], models, families, final)
-    return {
+    out = {
         "final": final,
-        "protocol": {"archive": Path(params["imdb"].get("archive") or "aclImdb_v1.tar.gz").name,
+        "protocol": {"archive": data["archive"], "archive_sha256": data["archive_sha256"],
+                     "archive_official": is_official_archive(data["archive_sha256"]),
                      "n_train": params["n_train"], "n_valid": params["n_valid"], "n_test": params["n_test"],
-                     "seq_len": params["seq_len"], "array_length": int(x["train"].shape[1]), "mask_constant": c, "targets": "+-0.5"},
+                     "seq_len": params["seq_len"], "array_length": int(data["x"]["train"].shape[1]),
+                     "mask_constant": float(params["mask_constant"]), "targets": "+-0.5"},
+        "kernel_backend": _backend(params),
         "text_stats": data["stats"],
         "models": models,
         "families": families,
@@ -310,6 +405,8 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
         "test_ids": data["ids"]["test"],
         "sota_accuracy": SOTA_ACCURACY,
     }
+    out["substitutes"] = h6_substitutes(out)
+    return out
 
 
 def write_table(path, models: Sequence[Mapping[str, Any]], families: Mapping[str, Any],
@@ -343,7 +440,7 @@ def write_table(path, models: Sequence[Mapping[str, Any]], families: Mapping[str
 # benchmark
 
 
-def run_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]:
+def run_imdb_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]:
     """Kernel pairs per second of the Struct (1 attention layer) model at ``benchmark.seq_len``.
 
     ``n`` real test reviews (GloVe, padded with :func:`mask_margin`) against ``n`` others; the
@@ -359,8 +456,7 @@ def run_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]:
     data = _prepare(p, ctx)
     x = data["x"]["test"]
     c = float(params["mask_constant"])
-    jk = _jitted(build_kernel_fn("struct", 1, filter_size=int(params["filter_size"]),
-                                 W_pos_emb_std=float(params["W_pos_emb_std"])))
+    jk = model_kernel_fn("struct", 1, params)
     t0 = time.perf_counter()
     jax.block_until_ready(jk(x[:n], x[n:], ("nngp", "ntk"), mask_constant=c))
     compile_s = time.perf_counter() - t0
@@ -380,5 +476,6 @@ def run_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]:
         "compile_plus_first_call_seconds": compile_s,
         "pairs_per_second": n * n / best,
         "device": str(jax.devices()[0]),
+        "kernel_backend": _backend(params),
         "dtype": "float32",
     }

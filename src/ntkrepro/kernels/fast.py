@@ -71,6 +71,28 @@ additions (full) or :math:`2\cdot\text{taps}\cdot S` (diagonal); ReLU, masks, La
 counted as 0 (elementwise). :func:`flop_count` evaluates this for a model and input shape.
 
 Benchmark: :func:`run_benchmark` (rule ``fast_kernels_benchmark``).
+
+Targets met and missed (benchmark of 2026-12-02, default cases, 2-core CPU under load ~2-4)
+--------------------------------------------------------------------------------------------
+Medians over 3 interleaved runs (speed-up = fast pairs/s over neural-tangents pairs/s):
+
+* CIFAR S = 64: Struct 10.0x, Vanilla 10.7x, Struct depth 2 14.1x, GAP 12.4x (met); **Residual
+  8.0x (best-of 9.3x), missed**: its kernel is 18 ms per 256 pairs, of which the layers' own
+  computations are 11 ms; 1.7 ms was the identity branch's diagonal extraction run eagerly (now one
+  compiled computation, :func:`engine._runs_eagerly`; not re-measured) and the rest per-chunk
+  dispatch of the 10 layer computations and the per-input pass.
+* CIFAR S = 256: 7.6x / 6.7x / 5.2x (Struct / Vanilla / Residual), GAP 11.6x: met (>= 5x).
+* Attention contraction >= 30 % of matmul FLOP/s: met for every CIFAR case (34-70 %) and IMDb
+  length 500 (58 %); IMDb length 128 29 % (wall; 50 % in CPU time: the machine was loaded).
+* **IMDb length 500 (every review full length): 3.7x (best-of 4.7x), missed.** Bound: at length
+  500 the work is the attention layer with *full* output (the next ReLU needs all :math:`S^2`
+  entries), :math:`8S^3` FLOPs per pair (two :math:`S\times S` GEMMs per kernel, the same count
+  neural-tangents performs), 98 % of the model's FLOPs; neural-tangents already runs that at ~12
+  GFLOP/s, 7 % of this CPU's 168 GFLOP/s fp32 matmul, so even a model run entirely at matmul peak
+  would be only ~13.5x faster; 10x needs 74 % of matmul peak end to end. Measured: attention at
+  58 % of peak, ReLU + conv + pooling another 25 % of the time. With real review lengths the
+  all-masked tail is dropped exactly (``imdb-short``, 100-250 tokens in a 500 array): 22.9x; the
+  gain in H6 needs blocks of similar lengths (sorting reviews by length before blocking, not done).
 """
 
 from __future__ import annotations

@@ -27,7 +27,13 @@ import numpy as np
 from ntkrepro.kernels._src.layers import Layer, Pair, Plan, Single, fast_inputs, input_pair, input_single
 
 BACKENDS = ("nt", "fast")
+#: Bytes per chunk of pairs on accelerators.
 DEFAULT_MEMORY_BUDGET = 512 * 2 ** 20
+#: Bytes per chunk of pairs on the CPU: arrays above glibc's mmap threshold (32 MiB) are mapped
+#: fresh on every allocation, and the page faults cost as much system time as the computation's
+#: user time (H4 default, 50 x 50 blocks at S = 64: 1.5 s user + 1.3 s system at 512 MiB,
+#: 1.8 s + 0.1 s at 32 MiB, 2.8 s + 0.04 s at 8 MiB).
+CPU_MEMORY_BUDGET = 32 * 2 ** 20
 #: Inputs with at least this many positions run one XLA computation per layer (see ``pair``).
 SPLIT_MIN_POSITIONS = 32
 
@@ -107,15 +113,36 @@ def _real_extent(x: Any, mask_constant: float) -> int:
     return int(real[-1]) + 1 if real.size else 0
 
 
+def _runs_eagerly(leaf: Layer, plan: Plan) -> bool:
+    """Layers whose pair update is no computation (``Identity``; ``FanOut`` handing each branch
+    the state in its own mode; ``FanInSum`` of two arrays is one addition): run without a compiled
+    copy of the arrays. A ``FanOut`` that extracts a diagonal for a branch (full -> diag, the
+    Residual family's identity branch) is compiled: run eagerly, its gather dispatched op by op
+    cost about 10 % of the Residual kernel at S = 64."""
+    from ntkrepro.kernels._src.layers import FanInSum, FanOut, Identity
+
+    if isinstance(leaf, FanOut):
+        return all(m == plan.in_mode for m in _modes(plan.out_mode))
+    return isinstance(leaf, (FanInSum, Identity))
+
+
 class FastKernelFn:
     r"""``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of a
     :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
-    docstring). ``memory_budget``: bytes per chunk of pairs; ``rows``: fix the chunk height instead.
+    docstring). ``memory_budget``: bytes per chunk of pairs (default :data:`CPU_MEMORY_BUDGET` on
+    the CPU, :data:`DEFAULT_MEMORY_BUDGET` elsewhere); ``rows``: fix the chunk height instead;
+    ``trim``: drop all-masked sequence tails (exact, :meth:`_trim`); ``False`` computes the whole
+    array, as a padding-invariance check of the masking itself needs.
     """
 
-    def __init__(self, model: Layer, *, memory_budget: int = DEFAULT_MEMORY_BUDGET, rows: int | None = None,
-                 split_layers: bool | None = None):
+    def __init__(self, model: Layer, *, memory_budget: int | None = None, rows: int | None = None,
+                 split_layers: bool | None = None, trim: bool = True):
+        if memory_budget is None:
+            import jax
+
+            memory_budget = CPU_MEMORY_BUDGET if jax.default_backend() == "cpu" else DEFAULT_MEMORY_BUDGET
         self.model = model
+        self.trim = bool(trim)
         self.memory_budget = int(memory_budget)
         self.rows = rows
         self.split_layers = split_layers
@@ -179,9 +206,7 @@ class FastKernelFn:
         layer, plan and NTK status); ``p`` is a :class:`Pair` or a tuple of them (branches)."""
         import jax
 
-        from ntkrepro.kernels._src.layers import FanInSum, FanOut, Identity
-
-        if isinstance(leaf, (FanOut, FanInSum, Identity)):  # copies / a sum: no computation to compile
+        if _runs_eagerly(leaf, plan):  # copies / a sum: no computation to compile
             return leaf.pair(p, aux1, aux2, plan)
         is_tuple = not isinstance(p, Pair)
         ins = list(p) if is_tuple else [p]
@@ -237,8 +262,15 @@ class FastKernelFn:
         rows = []
         for leaf, p, a1, a2, plan in recorded:
             ins = [p] if isinstance(p, Pair) else list(p)
-            fn = self._leaf_cache[(id(leaf), plan, tuple(q.ntk for q in ins), ins[0].offset is None)][0]
-            args = (tuple(q.k for q in ins), a1, a2, ins[0].offset)
+            entry = self._leaf_cache.get((id(leaf), plan, tuple(q.ntk for q in ins), ins[0].offset is None))
+            if entry is not None:
+                fn = entry[0]
+                args = (tuple(q.k for q in ins), a1, a2, ins[0].offset)
+            else:  # layers run eagerly (FanOut, FanInSum, Identity)
+                def fn(_l=leaf, _p=p, _a1=a1, _a2=a2, _pl=plan):
+                    out = _l.pair(_p, _a1, _a2, _pl)
+                    return [q.k for q in ((out,) if isinstance(out, Pair) else out)]
+                args = ()
             jax.block_until_ready(fn(*args))
             wall, cpu = [], []
             for _ in range(repeats):
@@ -246,7 +278,7 @@ class FastKernelFn:
                 jax.block_until_ready(fn(*args))
                 wall.append(time.perf_counter() - t0)
                 cpu.append(time.process_time() - c0)
-            mem = fn.lower(*args).compile().memory_analysis()
+            mem = fn.lower(*args).compile().memory_analysis() if entry is not None else None
             rows.append({"layer": type(leaf).__name__, "in_mode": plan.in_mode, "out_mode": plan.out_mode,
                          "pairs": int(ins[0].k.shape[0] * ins[0].k.shape[3 if ins[0].k.ndim >= 4 else 2]),
                          "wall_s": min(wall), "cpu_s": min(cpu),
@@ -299,7 +331,7 @@ class FastKernelFn:
         x2 = x1 if sym else jnp.asarray(x2)
         if x1.shape[1:] != x2.shape[1:]:
             raise ValueError(f"x1 and x2 must share trailing shape, got {x1.shape} and {x2.shape}")
-        if mask_constant is not None:
+        if mask_constant is not None and self.trim:
             x1, x2 = self._trim(x1, None if sym else x2, mask_constant)
             x2 = x1 if sym else x2
         plan, single, pair = self._compiled(tuple(x1.shape[1:]), mask_constant, compute_ntk)
