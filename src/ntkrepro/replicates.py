@@ -84,8 +84,8 @@ def replicate_dir(results_dir: str, replicate: int) -> str:
 
 def replicate_config(config: Mapping[str, Any], replicate: int) -> dict[str, Any]:
     """The configuration of replicate ``replicate`` >= 1 (module docstring): seeds shifted, the data
-    sections' ``replicate`` index set, ``results_dir`` moved, ``replicates`` set to 1 (a replicate
-    has no replicates of its own)."""
+    sections' ``replicate`` index and ``replicate_index`` set, ``results_dir`` moved, ``replicates``
+    set to 1 (a replicate has no replicates of its own)."""
     if replicate < 1:
         raise ValueError("replicate 0 is the configured run itself")
     cfg = copy.deepcopy(dict(config))
@@ -95,6 +95,7 @@ def replicate_config(config: Mapping[str, Any], replicate: int) -> dict[str, Any
         cfg["data"][sec] = {**cfg["data"][sec], "replicate": int(replicate)}
     cfg["results_dir"] = replicate_dir(config["results_dir"], replicate)
     cfg["replicates"] = 1
+    cfg["replicate_index"] = int(replicate)
     return cfg
 
 

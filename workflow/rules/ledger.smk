@@ -43,11 +43,25 @@ rule figure:
         "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
 
 
+# Claims that get independent replicates (config replicates / replicate_claims; ntkrepro.replicates).
+REPLICATED = replicated_claims(config, CLAIMS)
+
+
+def replicate_entries(claim):
+    """Ledger entries of replicates 1.. of `claim` (headline run only; none for a replicate itself)."""
+    if REPLICATE or claim not in REPLICATED:
+        return []
+    return [f"{replicate_dir(R, r)}/claims/{claim}.json" for r in range(1, N_REPLICATES)]
+
+
 rule claim_ledger_entry:
-    """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>) -> results/claims/{claim}.json."""
+    """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>) -> results/claims/{claim}.json,
+    with the verdicts of its replicates (results/replicates/r<k>/claims/{claim}.json) and `stable`."""
     input:
         results=lambda wc: CLAIMS[wc.claim]["results"],
-        figures=lambda wc: [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
+        # a replicate (REPLICATE >= 1) draws no figures (budget); its entry says so
+        figures=lambda wc: [] if REPLICATE else [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
+        replicates=lambda wc: replicate_entries(wc.claim),
     output:
         f"{R}/claims/{{claim}}.json",
     log:
@@ -62,7 +76,7 @@ rule claim_ledger_entry:
     shell:
         f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --results {{input.results:q}} "
         "--figures {input.figures:q} --scale {params.scale} --config-hash {params.config_hash} "
-        "--out {output:q} > {log:q} 2>&1"
+        f"--replicate {REPLICATE} --replicate-entries {{input.replicates:q}} --out {{output:q}} > {{log:q}} 2>&1"
 
 
 rule claims_table:
@@ -78,9 +92,11 @@ rule claims_table:
         f"{R}/logs/claims/claims_table.log",
     params:
         expected=" ".join(sorted(CLAIMS)),
+        replicated=" ".join(REPLICATED),
         code=code_hash("ntkrepro.ledger"),
     conda:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger table {{input:q}} --csv {{output.csv:q}} --md {{output.md:q}} "
-        "--tex {output.tex:q} --index {output.index:q} --expected {params.expected} > {log:q} 2>&1"
+        "--tex {output.tex:q} --index {output.index:q} --expected {params.expected} "
+        f"--replicates {N_REPLICATES} --replicated {{params.replicated}} > {{log:q}} 2>&1"
