@@ -227,7 +227,7 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in ev.measured.items()}
     power = [p.as_dict() for p in ev.power] if ev.verdict is Verdict.INCONCLUSIVE else []
     paper = PAPERS[spec.paper]
-    return {
+    entry = {
         "id": spec.id,
         "paper": spec.paper,
         "paper_ref": f"{paper.authors} ({paper.year}), {paper.title}, {paper.ref}",
@@ -248,6 +248,11 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
         "provenance": _prov.collect(config_hash=config_hash, scale=scale),
         "replicate": int(replicate),
     }
+    if replicate == 0:  # the headline entry: replicate 0 alone until attach_replicates adds the others
+        attach_replicates(entry, [])
+    else:
+        entry["figures_note"] = f"replicate {replicate}: no figure drawn (replicates run the compute chain only)"
+    return entry
 
 
 # --------------------------------------------------------------------------------------------
