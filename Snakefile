@@ -64,6 +64,7 @@ rule all:
 # rep<r>_<rule>; the headline ledger entry results/claims/<ID>.json of a replicated claim
 # (replicate_claims) takes results/replicates/r<r>/claims/<ID>.json as inputs (ledger.smk).
 # A replicate's config has replicates: 1, so it declares no modules of its own.
+replicated_claims(config, CLAIMS)  # an unknown id in replicate_claims stops here, before any job
 if N_REPLICATES > 1:
     module rep1:
         snakefile: "Snakefile"

@@ -117,5 +117,13 @@ def extra_outputs(**paths):
     return "--out-extra " + " ".join(shlex.quote(f"{k}={v}") for k, v in paths.items())
 
 
+def replicate_entries(claim):
+    """Ledger entries of replicates 1.. of `claim` when it is replicated (config replicates /
+    replicate_claims; ntkrepro.replicates); none in a replicate itself."""
+    if REPLICATE or claim not in replicated_claims(config, CLAIMS):
+        return []
+    return [f"{replicate_dir(R, r)}/claims/{claim}.json" for r in range(1, N_REPLICATES)]
+
+
 def as_json(obj):
     return json.dumps(obj, sort_keys=True)

@@ -43,17 +43,6 @@ rule figure:
         "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
 
 
-# Claims that get independent replicates (config replicates / replicate_claims; ntkrepro.replicates).
-REPLICATED = replicated_claims(config, CLAIMS)
-
-
-def replicate_entries(claim):
-    """Ledger entries of replicates 1.. of `claim` (headline run only; none for a replicate itself)."""
-    if REPLICATE or claim not in REPLICATED:
-        return []
-    return [f"{replicate_dir(R, r)}/claims/{claim}.json" for r in range(1, N_REPLICATES)]
-
-
 rule claim_ledger_entry:
     """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>) -> results/claims/{claim}.json,
     with the verdicts of its replicates (results/replicates/r<k>/claims/{claim}.json) and `stable`."""
@@ -92,7 +81,7 @@ rule claims_table:
         f"{R}/logs/claims/claims_table.log",
     params:
         expected=" ".join(sorted(CLAIMS)),
-        replicated=" ".join(REPLICATED),
+        replicated=lambda wc: " ".join(replicated_claims(config, CLAIMS)),
         code=code_hash("ntkrepro.ledger"),
     conda:
         CONDA_ENV
