@@ -252,3 +252,11 @@ def test_report_shows_the_stability_column_and_both_numbers_of_a_fragile_claim(t
     assert "FRAGILE: the replicates disagree" in tex
     assert f"replicate 0: {e0['verdict'].replace('_', chr(92) + '_')}" in tex
     assert f"replicate 1: {e1['verdict'].replace('_', chr(92) + '_')}" in tex
+
+
+def test_shard_results_read_by_an_aggregation_are_not_archives():
+    res = _h2(-0.5, 0.003)
+    res["H2_average_pooling"]["provenance"] = {"data": {"r/arda2026/shards/A2_0.json": "cd" * 32,
+                                                        "../shared/data/aclImdb-subset.tar.gz": "ef" * 32}}
+    e = make_entry("H2", res, scale="smoke")
+    assert ledger.archives_read(e) == {"../shared/data/aclImdb-subset.tar.gz": "ef" * 32}

@@ -259,11 +259,18 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
 # Replicates (ntkrepro.replicates): the same criterion on independent seeds and data slices
 
 
+#: Suffixes of the DAG's own intermediate files (shard results), which are not data archives.
+_INTERMEDIATE_SUFFIXES = (".json", ".npz")
+
+
 def archives_read(entry: Mapping[str, Any]) -> dict[str, str]:
-    """``{path: sha256}`` of every data file the entry's results files declare they read."""
+    """``{path: sha256}`` of every data archive (CIFAR-10, IMDb, GloVe, ...) the entry's results
+    files declare they read (their provenance ``data``), without the DAG's own intermediate files
+    (shard results ``.json`` / ``.npz``). Empty for a claim that reads no data."""
     out: dict[str, str] = {}
     for prov in (entry.get("results_provenance") or {}).values():
-        out.update((prov or {}).get("data") or {})
+        out.update((k, v) for k, v in ((prov or {}).get("data") or {}).items()
+                   if not str(k).endswith(_INTERMEDIATE_SUFFIXES))
     return dict(sorted(out.items()))
 
 
