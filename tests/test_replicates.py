@@ -199,6 +199,8 @@ def test_disagreeing_replicates_are_marked_fragile_with_both_numbers(tmp_path):
     (tmp_path / "H2.json").write_text(json.dumps(e0))
     assert check(tmp_path, ["H2"], {"H2": 2}) == []
     assert check(tmp_path, ["H2"], {"H2": 3}) == ["H2: replicates [0, 1], expected 0..2"]
+    assert check(tmp_path, ["H2"], {}) == ["H2: replicates [0, 1], expected 0..0"]
+    assert check(tmp_path, ["H2"]) == []  # without the index's counts: consistency only
 
 
 def test_agreeing_replicates_are_stable_and_check_catches_a_wrong_stable_flag(tmp_path):

@@ -58,6 +58,7 @@ def test_replicated_claims_have_independent_replicates(dag_results):
     """Smoke runs replicates of a data-driven (H3) and a seed-driven (A2) claim (config/smoke.yaml)."""
     index = read_json(dag_results / "claims" / "index.json")
     counts = index["replicates"]
+    assert check(dag_results / "claims", index["claims"], counts) == []
     replicated = sorted(c for c, k in counts.items() if k > 1)
     assert {"H3", "A2"} <= set(replicated)
     for cid in replicated:

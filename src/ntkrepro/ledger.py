@@ -385,15 +385,18 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
         tmp.write_text("\n".join(tex) + "\n")
 
 
-def check_replicates(e: Mapping[str, Any], n_replicates: int = 1) -> list[str]:
+def check_replicates(e: Mapping[str, Any], n_replicates: int | None = None) -> list[str]:
     """Problems with an entry's ``replicates`` / ``stable`` fields (:func:`attach_replicates`):
-    ``n_replicates`` replicates 0..K-1, replicate 0 = the headline verdict, ``stable`` equal to
-    the verdicts' agreement (None with one replicate), each replicate's archives recorded."""
+    replicates 0..K-1 (K = ``n_replicates`` when given, e.g. from the claims index), replicate 0 =
+    the headline verdict, ``stable`` equal to the verdicts' agreement (None with one replicate),
+    each replicate's archives recorded."""
     cid = e.get("id", "?")
     reps = e.get("replicates")
     if not isinstance(reps, list) or not reps:
         return [f"{cid}: no replicates field"]
     problems = []
+    if n_replicates is None:
+        n_replicates = len(reps)
     if [r.get("replicate") for r in reps] != list(range(n_replicates)):
         problems.append(f"{cid}: replicates {[r.get('replicate') for r in reps]}, expected 0..{n_replicates - 1}")
     if reps[0].get("verdict") != e.get("verdict"):
@@ -411,10 +414,10 @@ def check_replicates(e: Mapping[str, Any], n_replicates: int = 1) -> list[str]:
 
 
 def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, int] | None = None) -> list[str]:
-    """Problems with the ledger: missing entries, missing keys, bad verdicts, replicates that do not
-    match ``replicates`` (claim -> number of replicates, default 1) (empty list = fine)."""
+    """Problems with the ledger: missing entries, missing keys, bad verdicts, inconsistent replicates,
+    and (with ``replicates``: claim -> number of replicates, as in the claims index) a number of
+    replicates other than the DAG's (empty list = fine)."""
     problems = []
-    replicates = dict(replicates or {})
     required = {"id", "paper", "statement", "criterion", "criterion_version", "amendments", "measured", "verdict",
                 "scale", "provenance", "replicates", "stable"}
     for cid in expected:
@@ -433,7 +436,7 @@ def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, in
         if e.get("verdict") == Verdict.INCONCLUSIVE.value and not e.get("power"):
             problems.append(f"{cid}: inconclusive without a power line")
         if "replicates" in e:
-            problems += check_replicates(e, int(replicates.get(cid, 1)))
+            problems += check_replicates(e, None if replicates is None else int(replicates.get(cid, 1)))
     return problems
 
 
