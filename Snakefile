@@ -59,3 +59,33 @@ rule all:
         ledger_targets(),
         figure_targets(),
         rules.replication_report.output.pdf,
+
+
+# ---- Replicates (issue 12; ntkrepro.replicates) -----------------------------------------------------
+# Replicate r = 1 .. replicates-1 is this same workflow as a module with the derived config
+# replicate_config(config, r): every seed shifted by 1_000_003 r, CIFAR-10 / IMDb draws disjoint from
+# replicates 0..r-1, outputs under {results_dir}/replicates/r<r>/ (figures not drawn). Its rules are
+# rep<r>_<rule>; the headline ledger entry results/claims/<ID>.json of a replicated claim
+# (replicate_claims) takes results/replicates/r<r>/claims/<ID>.json as inputs (ledger.smk).
+# A replicate's config has replicates: 1, so it declares no modules of its own.
+replicated_claims(config, CLAIMS)  # an unknown id in replicate_claims stops here, before any job
+if N_REPLICATES > 1:
+    module rep1:
+        snakefile: "Snakefile"
+        config: replicate_config(config, 1)
+    use rule * from rep1 exclude all as rep1_*
+if N_REPLICATES > 2:
+    module rep2:
+        snakefile: "Snakefile"
+        config: replicate_config(config, 2)
+    use rule * from rep2 exclude all as rep2_*
+if N_REPLICATES > 3:
+    module rep3:
+        snakefile: "Snakefile"
+        config: replicate_config(config, 3)
+    use rule * from rep3 exclude all as rep3_*
+if N_REPLICATES > 4:
+    module rep4:
+        snakefile: "Snakefile"
+        config: replicate_config(config, 4)
+    use rule * from rep4 exclude all as rep4_*

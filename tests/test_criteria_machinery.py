@@ -184,8 +184,11 @@ def test_amendment_and_power_appear_in_entry_table_and_report(tmp_path, monkeypa
 
 def test_check_flags_inconclusive_without_power(tmp_path):
     base = {"id": "F99", "paper": "framework", "statement": "s", "criterion": "c", "criterion_version": 1,
-            "amendments": [], "measured": {"x": 1.0}, "scale": "smoke", "provenance": {}}
-    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "inconclusive", "power": []}))
+            "amendments": [], "measured": {"x": 1.0}, "scale": "smoke", "provenance": {}, "stable": None}
+    rep0 = lambda v: [{"replicate": 0, "verdict": v, "archives": {}}]  # noqa: E731 -- replicate 0 alone
+    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "inconclusive", "power": [],
+                                                   "replicates": rep0("inconclusive")}))
     assert ledger.check(tmp_path, ["F99"]) == ["F99: inconclusive without a power line"]
-    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "reproduced", "power": []}))
+    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "reproduced", "power": [],
+                                                   "replicates": rep0("reproduced")}))
     assert ledger.check(tmp_path, ["F99"]) == []

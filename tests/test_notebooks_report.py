@@ -14,7 +14,8 @@ from ntkrepro.stats import Interval
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
 #: Notebooks another branch of issue 16 rewrites (helper "fast": H4/H6 substitutes from facts).
-_NOT_YET_THIN = {"hron2020_H6_imdb.py"}
+#: Notebooks that plot the results file alone (no criterion output shown), so take no ``evaluation``.
+_RESULTS_ONLY = {"hron2020_H4_cifar10_kernels.py", "hron2020_H6_imdb.py"}
 
 #: Modules a figure notebook must not import: criteria (``ntkrepro.<paper>.claims``, the ledger),
 #: statistics (``ntkrepro.stats``, ``scipy.stats``, ``statsmodels``) and compute entry points.
@@ -38,9 +39,7 @@ def forbidden_imports(source: str) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("source", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="H6 notebook is rewritten on branch 'fast' (issue 16 item 2)")) if p.name in _NOT_YET_THIN
-    else p for p in NOTEBOOKS], ids=lambda p: p.name)
+@pytest.mark.parametrize("source", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_imports_no_criterion_or_statistics(source):
     """Notebooks plot only: the claim's evaluation (verdict, intervals, substitutes, figure_data) is
     computed once by ``ntkrepro.ledger evaluate`` and read from the ``evaluation`` parameter."""
@@ -69,8 +68,7 @@ def test_every_notebook_has_parameters_and_kernel(source):
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     assigned = {t.id for node in ast.walk(ast.parse(params.source)) if isinstance(node, ast.Assign)
                 for t in node.targets if isinstance(t, ast.Name)}
-    needed = {"results", "png", "pdf", "scale"} | (set() if source.name in _NOT_YET_THIN | {"hron2020_H4_cifar10_kernels.py"}
-                                                   else {"evaluation"})
+    needed = {"results", "png", "pdf", "scale"} | (set() if source.name in _RESULTS_ONLY else {"evaluation"})
     assert needed <= assigned, f"{source.name}: parameters {sorted(needed - assigned)} missing"
 
 
@@ -139,8 +137,8 @@ def test_ledger_cli_evaluate_entry_table_check(tmp_path, capsys):
     assert ledger.main(table + ["--expected", "H2", "H3"]) == 1  # the DAG expects a claim with no entry
     assert ledger.main(table + ["--expected", "H2"]) == 0
     csv = Path(out["csv"]).read_text().splitlines()
-    assert csv[0].startswith("id,paper,statement,verdict") and len(csv) == 2 and "global average pooling" in csv[1]
-    assert r"\rowcolor" in Path(out["tex"]).read_text() and read_json(claims / "index.json") == {"claims": ["H2"]}
+    assert csv[0].startswith("id,paper,statement,verdict,stable") and len(csv) == 2 and "global average pooling" in csv[1]
+    assert r"\rowcolor" in Path(out["tex"]).read_text() and read_json(claims / "index.json") == {"claims": ["H2"], "replicates": {"H2": 1}}
     assert ledger.main(["check", "--claims-dir", str(claims)]) == 0
     write_json(claims / "H2.json", {**e, "verdict": "maybe"})
     capsys.readouterr()

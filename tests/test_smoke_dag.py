@@ -54,6 +54,28 @@ def test_every_claim_has_a_ledger_entry_and_the_report_exists(dag_results):
             assert Path(fig).exists() and Path(fig).with_suffix(".pdf").exists()
 
 
+def test_replicated_claims_have_independent_replicates(dag_results):
+    """Smoke runs replicates of a data-driven (H3) and a seed-driven (A2) claim (config/smoke.yaml)."""
+    index = read_json(dag_results / "claims" / "index.json")
+    counts = index["replicates"]
+    assert check(dag_results / "claims", index["claims"], counts) == []
+    replicated = sorted(c for c, k in counts.items() if k > 1)
+    assert {"H3", "A2"} <= set(replicated)
+    for cid in replicated:
+        e = read_json(dag_results / "claims" / f"{cid}.json")
+        reps = e["replicates"]
+        assert [r["replicate"] for r in reps] == list(range(counts[cid]))
+        assert e["stable"] == (len({r["verdict"] for r in reps}) == 1)
+        r1 = read_json(dag_results / "replicates" / "r1" / "claims" / f"{cid}.json")
+        assert r1["replicate"] == 1 and r1["verdict"] == reps[1]["verdict"] and r1["figures"] == []
+        assert r1["measured"] != e["measured"]  # other seeds (and data) give other numbers
+    h3 = [read_json(dag_results / p / "hron2020" / "H3_kernel_convergence.json") for p in (".", "replicates/r1")]
+    assert h3[0]["archive_sha256"] == h3[1]["archive_sha256"]  # the same archive, a disjoint slice of it
+    assert read_json(dag_results / "claims" / "H3.json")["replicates"][1]["archives"]
+    table = (dag_results / "claims" / "claims_table.md").read_text()
+    assert "| stable |" in table
+
+
 def test_dry_run_after_full_run_has_nothing_to_do(dag_results):
     out = _smk("-n", results=dag_results)
     assert out.returncode == 0

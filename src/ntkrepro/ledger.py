@@ -220,11 +220,13 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None) -> dict[str, Any]:
+def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None,
+                    replicate: int = 0) -> dict[str, Any]:
     """Apply the registered criterion once and assemble the claim's evaluation (a JSON-able dict).
 
     This is the ledger entry without its ``figures`` list: the figure notebooks read it, and
-    :func:`entry_from_evaluation` adds the figures afterwards.
+    :func:`entry_from_evaluation` adds the figures afterwards. ``replicate`` is the replicate index
+    (:mod:`ntkrepro.replicates`; 0 = the configured run).
     """
     spec = get_claim(claim_id)
     assert spec.evaluate is not None
@@ -234,7 +236,7 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in ev.measured.items()}
     power = [p.as_dict() for p in ev.power] if ev.verdict is Verdict.INCONCLUSIVE else []
     paper = PAPERS[spec.paper]
-    return {
+    entry = {
         "id": spec.id,
         "paper": spec.paper,
         "paper_ref": f"{paper.authors} ({paper.year}), {paper.title}, {paper.ref}",
@@ -254,26 +256,98 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         "figure_data": _jsonable(ev.figure),
         "results_provenance": {k: r.get("provenance") for k, r in results.items()},
         "provenance": _prov.collect(config_hash=config_hash, scale=scale),
+        "replicate": int(replicate),
     }
+    return entry
 
 
-def entry_from_evaluation(evaluation: Mapping[str, Any], figures: Sequence[str] = ()) -> dict[str, Any]:
-    """The ledger entry: the claim's evaluation (:func:`make_evaluation`) plus its figure files."""
+# --------------------------------------------------------------------------------------------
+# Replicates (ntkrepro.replicates): the same criterion on independent seeds and data slices
+
+
+#: Suffixes of the DAG's own intermediate files (shard results), which are not data archives.
+_INTERMEDIATE_SUFFIXES = (".json", ".npz")
+
+
+def archives_read(entry: Mapping[str, Any]) -> dict[str, str]:
+    """``{path: sha256}`` of every data archive (CIFAR-10, IMDb, GloVe, ...) the entry's results
+    files declare they read (their provenance ``data``), without the DAG's own intermediate files
+    (shard results ``.json`` / ``.npz``). Empty for a claim that reads no data."""
+    out: dict[str, str] = {}
+    for prov in (entry.get("results_provenance") or {}).values():
+        out.update((k, v) for k, v in ((prov or {}).get("data") or {}).items()
+                   if not str(k).endswith(_INTERMEDIATE_SUFFIXES))
+    return dict(sorted(out.items()))
+
+
+def replicate_summary(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """What a replicate contributes to the headline entry: its index, verdict, headline numbers,
+    measured values and the archives (sha256) it read."""
+    return {"replicate": int(entry.get("replicate", 0)), "verdict": entry["verdict"], "headline": _headline(entry),
+            "measured": entry["measured"], "archives": archives_read(entry)}
+
+
+def attach_replicates(entry: dict[str, Any], replicates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Add ``replicates`` (replicate 0 = ``entry`` itself, then ``replicates`` by index) and ``stable``
+    to the headline entry. ``stable`` is true when every replicate reached the same verdict, false
+    when any differ (the claim is *fragile*), ``None`` with replicate 0 alone. The headline verdict
+    stays replicate 0's."""
+    for r in replicates:
+        if r["id"] != entry["id"]:
+            raise ValueError(f"replicate entry of {r['id']} given for {entry['id']}")
+        if int(r.get("replicate", 0)) < 1:
+            raise ValueError(f"{entry['id']}: a replicate entry must have replicate >= 1, got {r.get('replicate')}")
+    idx = [int(r["replicate"]) for r in replicates]
+    if len(set(idx)) != len(idx):
+        raise ValueError(f"{entry['id']}: replicate indices repeat: {idx}")
+    reps = [replicate_summary(entry)] + [replicate_summary(r) for r in sorted(replicates, key=lambda r: r["replicate"])]
+    entry["replicates"] = reps
+    entry["stable"] = None if len(reps) == 1 else len({r["verdict"] for r in reps}) == 1
+    return entry
+
+
+def stability_text(entry: Mapping[str, Any]) -> str:
+    """The claims table's "stable across replicates" cell: ``yes (K)``, ``FRAGILE`` with every
+    replicate's verdict and headline numbers, or ``n/a (1 replicate)``."""
+    reps = entry.get("replicates") or []
+    stable = entry.get("stable")
+    if stable is None or len(reps) < 2:
+        return "n/a (1 replicate)"
+    if stable:
+        return f"yes ({len(reps)} replicates)"
+    return "FRAGILE: " + " / ".join(f"r{r['replicate']} {r['verdict']} ({r['headline']})" for r in reps)
+
+
+def entry_from_evaluation(evaluation: Mapping[str, Any], figures: Sequence[str] = (),
+                          replicates: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The ledger entry: the claim's evaluation (:func:`make_evaluation`) plus its figure files and,
+    for the headline entry (replicate 0), its replicates' entries (:func:`attach_replicates`). A
+    replicate's entry (replicate >= 1) has no figures and says so in ``figures_note``."""
     entry = dict(evaluation)
     entry["figures"] = list(figures)
+    replicate = int(entry.get("replicate", 0))
+    if replicate == 0:
+        attach_replicates(entry, replicates)
+    elif replicates:
+        raise ValueError(f"{entry['id']}: replicate entries belong to the headline entry (replicate 0)")
+    else:
+        entry["figures_note"] = f"replicate {replicate}: no figure drawn (replicates run the compute chain only)"
     return entry
 
 
 def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence[str] = (),
-               config_hash: str | None = None) -> dict[str, Any]:
+               config_hash: str | None = None, replicate: int = 0,
+               replicates: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """Apply the registered criterion and assemble the ledger entry (a JSON-able dict) in one step."""
-    return entry_from_evaluation(make_evaluation(claim_id, results, scale=scale, config_hash=config_hash), figures)
+    evaluation = make_evaluation(claim_id, results, scale=scale, config_hash=config_hash, replicate=replicate)
+    return entry_from_evaluation(evaluation, figures, replicates)
 
 
 # --------------------------------------------------------------------------------------------
 # Aggregate table
 
-_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "scale", "headline", "criterion", "power", "substitutes")
+_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "stable", "scale", "headline", "criterion", "power",
+                  "substitutes")
 
 
 def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
@@ -296,6 +370,7 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         n_am = len(e.get("amendments", []))
         crit = f"v{e.get('criterion_version', 1)}" + (f" (amended {n_am}x after results were seen)" if n_am else "")
         rows.append({"id": e["id"], "paper": e["paper"], "statement": e["statement"], "verdict": e["verdict"],
+                     "stable": stability_text(e),
                      "scale": e["scale"],
                      "headline": _headline(e), "criterion": crit,
                      "power": " | ".join(p["text"] for p in e.get("power", [])),
@@ -308,6 +383,13 @@ def _tex_escape(s: str) -> str:
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
             "<": r"\textless{}", ">": r"\textgreater{}"}
     return "".join(repl.get(c, c) for c in s)
+
+
+def _stable_short(cell: str) -> str:
+    """The LaTeX table's short form of a "stable" cell (the fragile numbers are in the report text)."""
+    if cell.startswith("FRAGILE"):
+        return "fragile: " + cell.split(": ", 1)[1]
+    return cell
 
 
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
@@ -330,18 +412,49 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
            rf"{_tex_escape(r['statement'])} & "
-           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(r['scale'])} & "
+           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(_stable_short(r['stable']))} & "
+           rf"{_tex_escape(r['scale'])} & "
            rf"{_tex_escape(r['headline'])} & {_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\"
            for r in rows]
     with atomic_path(tex_path) as tmp:
         tmp.write_text("\n".join(tex) + "\n")
 
 
-def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
-    """Problems with the ledger: missing entries, missing keys, bad verdicts (empty list = fine)."""
+def check_replicates(e: Mapping[str, Any], n_replicates: int | None = None) -> list[str]:
+    """Problems with an entry's ``replicates`` / ``stable`` fields (:func:`attach_replicates`):
+    replicates 0..K-1 (K = ``n_replicates`` when given, e.g. from the claims index), replicate 0 =
+    the headline verdict, ``stable`` equal to the verdicts' agreement (None with one replicate),
+    each replicate's archives recorded."""
+    cid = e.get("id", "?")
+    reps = e.get("replicates")
+    if not isinstance(reps, list) or not reps:
+        return [f"{cid}: no replicates field"]
+    problems = []
+    if n_replicates is None:
+        n_replicates = len(reps)
+    if [r.get("replicate") for r in reps] != list(range(n_replicates)):
+        problems.append(f"{cid}: replicates {[r.get('replicate') for r in reps]}, expected 0..{n_replicates - 1}")
+    if reps[0].get("verdict") != e.get("verdict"):
+        problems.append(f"{cid}: replicate 0's verdict {reps[0].get('verdict')!r} is not the headline verdict")
+    verdicts = {r.get("verdict") for r in reps}
+    if verdicts - {v.value for v in Verdict}:
+        problems.append(f"{cid}: bad replicate verdicts {sorted(map(str, verdicts))}")
+    want = None if len(reps) == 1 else len(verdicts) == 1
+    if e.get("stable", "missing") != want:
+        problems.append(f"{cid}: stable is {e.get('stable', 'missing')!r}, the replicates' verdicts say {want!r}")
+    data_read = [bool(r.get("archives")) for r in reps]
+    if any(data_read) and not all(data_read):
+        problems.append(f"{cid}: some replicates do not record the archives they read")
+    return problems
+
+
+def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, int] | None = None) -> list[str]:
+    """Problems with the ledger: missing entries, missing keys, bad verdicts, inconsistent replicates,
+    and (with ``replicates``: claim -> number of replicates, as in the claims index) a number of
+    replicates other than the DAG's (empty list = fine)."""
     problems = []
     required = {"id", "paper", "statement", "criterion", "criterion_version", "amendments", "measured", "verdict",
-                "scale", "provenance"}
+                "scale", "provenance", "replicates", "stable"}
     for cid in expected:
         p = claims_dir / f"{cid}.json"
         if not p.exists():
@@ -357,6 +470,8 @@ def check(claims_dir: Path, expected: Sequence[str]) -> list[str]:
             problems.append(f"{cid}: nothing measured")
         if e.get("verdict") == Verdict.INCONCLUSIVE.value and not e.get("power"):
             problems.append(f"{cid}: inconclusive without a power line")
+        if "replicates" in e:
+            problems += check_replicates(e, None if replicates is None else int(replicates.get(cid, 1)))
     return problems
 
 
@@ -370,11 +485,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("--scale", required=True)
     v.add_argument("--config-hash", default=None)
     v.add_argument("--out", required=True)
+    v.add_argument("--replicate", type=int, default=0, help="replicate index of this run (0: the headline run)")
     e = sub.add_parser("entry", help="write a claim's ledger entry: its evaluation plus its figures")
     e.add_argument("claim")
     e.add_argument("--evaluation", required=True, help="the claim's evaluation (from `evaluate`)")
     e.add_argument("--figures", nargs="*", default=[])
     e.add_argument("--out", required=True)
+    e.add_argument("--replicate-entries", nargs="*", default=[],
+                   help="ledger entries of replicates 1.. of this claim (headline entry only)")
     t = sub.add_parser("table", help="aggregate ledger entries into the claims table")
     t.add_argument("entries", nargs="+")
     t.add_argument("--csv", required=True)
@@ -382,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--tex", required=True)
     t.add_argument("--index", required=True, help="where to write the JSON list of the DAG's claims")
     t.add_argument("--expected", nargs="+", required=True, help="claim ids registered in the DAG")
+    t.add_argument("--replicates", type=int, default=1, help="replicates per replicated claim (config replicates)")
+    t.add_argument("--replicated", nargs="*", default=[], help="claim ids run with replicates")
     c = sub.add_parser("check", help="verify every claim in the DAG has a valid ledger entry")
     c.add_argument("--claims-dir", default="results/claims")
     c.add_argument("--pdf", nargs="*", default=[])
@@ -389,15 +509,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.cmd == "evaluate":
         evaluation = make_evaluation(args.claim, load_results(args.results), scale=args.scale,
-                                     config_hash=args.config_hash)
+                                     config_hash=args.config_hash, replicate=args.replicate)
         write_json(args.out, evaluation)
-        print(f"{args.claim}: {evaluation['verdict']} -- {evaluation['reason']}")
+        print(f"{args.claim} (replicate {args.replicate}): {evaluation['verdict']} -- {evaluation['reason']}")
     elif args.cmd == "entry":
         evaluation = read_json(args.evaluation)
         if evaluation.get("id") != args.claim:
             print(f"{args.evaluation} is the evaluation of {evaluation.get('id')!r}, not {args.claim}", file=sys.stderr)
             return 1
-        write_json(args.out, entry_from_evaluation(evaluation, args.figures))
+        if int(evaluation.get("replicate", 0)) != 0 and args.replicate_entries:
+            ap.error("--replicate-entries belongs to the headline entry (replicate 0)")
+        entry = entry_from_evaluation(evaluation, args.figures, [read_json(p) for p in args.replicate_entries])
+        write_json(args.out, entry)
+        print(f"{args.claim} (replicate {entry['replicate']}): {entry['verdict']}"
+              + ("" if entry.get("stable") is None else f" [stable across replicates: {entry['stable']}]"))
     elif args.cmd == "table":
         entries = [read_json(p) for p in args.entries]
         write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))
@@ -406,15 +531,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"ledger entries {sorted(got)} differ from the DAG's claims {sorted(args.expected)}",
                   file=sys.stderr)
             return 1
-        write_json(args.index, {"claims": sorted(args.expected)})
+        write_json(args.index, {"claims": sorted(args.expected),
+                                "replicates": {c: (args.replicates if c in args.replicated else 1)
+                                               for c in sorted(args.expected)}})
     elif args.cmd == "check":
         claims_dir = Path(args.claims_dir)
         index = claims_dir / "index.json"
         if not index.exists():
             print(f"no claims index at {index}", file=sys.stderr)
             return 1
-        expected = read_json(index)["claims"]
-        problems = check(claims_dir, expected)
+        idx = read_json(index)
+        expected = idx["claims"]
+        problems = check(claims_dir, expected, idx.get("replicates"))
         problems += [f"missing report {p}" for p in args.pdf if not Path(p).is_file()]
         for p in problems:
             print("LEDGER:", p, file=sys.stderr)

@@ -65,9 +65,17 @@ def render(template: Path, entries: Sequence[Mapping[str, Any]], figures: Mappin
         papers.append({"key": key, "paper": paper, "claims": claims, "figures": figs,
                        "section": os.path.relpath(section, out_dir)})
     counts = {v: sum(e["verdict"] == v for e in entries) for v in ("reproduced", "not_reproduced", "inconclusive")}
+    # replicates (ntkrepro.ledger.attach_replicates): stable / fragile / run once
+    stability = {"stable": sorted((e["id"] for e in entries if e.get("stable") is True), key=_claim_key),
+                 "fragile": sorted((e["id"] for e in entries if e.get("stable") is False), key=_claim_key),
+                 "single": sorted((e["id"] for e in entries if e.get("stable") is None), key=_claim_key)}
     return env.get_template(template.name).render(
-        papers=papers, scale=scale, counts=counts, n_claims=len(entries),
+        papers=papers, scale=scale, counts=counts, n_claims=len(entries), stability=stability,
         table=Path(table_tex).read_text())
+
+
+def _claim_key(cid: str) -> tuple[int, int]:
+    return ("HAGF".find(cid[:1]), int(cid[1:]))
 
 
 def build_pdf(tex: Path, pdf: Path) -> None:

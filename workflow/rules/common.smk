@@ -7,9 +7,15 @@ from pathlib import Path
 
 from ntkrepro.io import canonical_hash
 from ntkrepro.provenance import source_hash
+from ntkrepro.replicates import replicate_config, replicate_dir, replicated_claims
 
 R = config["results_dir"]
 SCALE = config["scale"]
+# Replicates (Snakefile, ntkrepro.replicates): how many (replicate 0 = this run), and which one this
+# workflow instance is (0 = the configured run; r >= 1 = module rep<r> with the derived config).
+N_REPLICATES = int(config["replicates"])
+REPLICATE = int(config.get("replicate_index", 0))
+MAX_REPLICATES = 5  # modules rep1..rep4 are declared in the Snakefile
 # Hash of what determines the numbers (where outputs go does not).
 CONFIG_HASH = canonical_hash({k: v for k, v in config.items() if k != "results_dir"})
 # Jobs run with the interpreter running Snakemake (the project .venv); with `--sdm conda` they
@@ -117,6 +123,14 @@ def extra_outputs(**paths):
     if not paths:
         return ""
     return "--out-extra " + " ".join(shlex.quote(f"{k}={v}") for k, v in paths.items())
+
+
+def replicate_entries(claim):
+    """Ledger entries of replicates 1.. of `claim` when it is replicated (config replicates /
+    replicate_claims; ntkrepro.replicates); none in a replicate itself."""
+    if REPLICATE or claim not in replicated_claims(config, CLAIMS):
+        return []
+    return [f"{replicate_dir(R, r)}/claims/{claim}.json" for r in range(1, N_REPLICATES)]
 
 
 def as_json(obj):

@@ -64,14 +64,18 @@ rule claim_evaluation:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger evaluate {{wildcards.claim}} --results {{input.results:q}} "
-        "--scale {params.scale} --config-hash {params.config_hash} --out {output:q} > {log:q} 2>&1"
+        "--scale {params.scale} --config-hash {params.config_hash} "
+        f"--replicate {REPLICATE} --out {{output:q}} > {{log:q}} 2>&1"
 
 
 rule claim_ledger_entry:
-    """Claim {claim}'s ledger entry results/claims/{claim}.json: its evaluation plus its figures."""
+    """Claim {claim}'s ledger entry results/claims/{claim}.json: its evaluation plus its figures, with
+    the verdicts of its replicates (results/replicates/r<k>/claims/{claim}.json) and `stable`."""
     input:
-        evaluation=rules.claim_evaluation.output[0],
-        figures=lambda wc: [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
+        evaluation=f"{R}/claims/evaluations/{{claim}}.json",
+        # a replicate (REPLICATE >= 1) draws no figures (budget); its entry says so
+        figures=lambda wc: [] if REPLICATE else [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
+        replicates=lambda wc: replicate_entries(wc.claim),
     output:
         f"{R}/claims/{{claim}}.json",
     log:
@@ -82,7 +86,7 @@ rule claim_ledger_entry:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --evaluation {{input.evaluation:q}} "
-        "--figures {input.figures:q} --out {output:q} > {log:q} 2>&1"
+        "--figures {input.figures:q} --replicate-entries {input.replicates:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule claims_table:
@@ -98,9 +102,11 @@ rule claims_table:
         f"{R}/logs/claims/claims_table.log",
     params:
         expected=" ".join(sorted(CLAIMS)),
+        replicated=lambda wc: " ".join(replicated_claims(config, CLAIMS)),
         code=code_hash("ntkrepro.ledger"),
     conda:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger table {{input:q}} --csv {{output.csv:q}} --md {{output.md:q}} "
-        "--tex {output.tex:q} --index {output.index:q} --expected {params.expected} > {log:q} 2>&1"
+        "--tex {output.tex:q} --index {output.index:q} --expected {params.expected} "
+        f"--replicates {N_REPLICATES} --replicated {{params.replicated}} > {{log:q}} 2>&1"

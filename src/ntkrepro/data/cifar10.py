@@ -42,7 +42,7 @@ OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"  # published on https://www.cs
 #: (tensorflow/python/keras/datasets/cifar10.py, ``get_file(..., file_hash=...)``). Both are checked.
 OFFICIAL_SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
 #: Keys of a ``data: cifar10:`` config section.
-CONFIG_KEYS = ("archive", "sha256", "md5", "url", "resources_dir", "download")
+CONFIG_KEYS = ("archive", "sha256", "md5", "url", "resources_dir", "download", "replicate")
 OFFICIAL_FILENAME = "cifar-10-python.tar.gz"
 TRAIN_MEMBERS = tuple(f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6))
 TEST_MEMBER = "cifar-10-batches-py/test_batch"
@@ -71,6 +71,8 @@ def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
     are refused.
     """
     check_keys(cfg, CONFIG_KEYS, "data.cifar10")
+    if int(cfg.get("replicate") or 0) < 0:
+        raise ValueError("data.cifar10.replicate must be >= 0")
     fname = Path(cfg.get("archive") or OFFICIAL_FILENAME).name
     sha, md5 = cfg.get("sha256"), cfg.get("md5")
     if fname == OFFICIAL_FILENAME:
@@ -192,3 +194,51 @@ def balanced_subset(labels: np.ndarray, n: int, seed: int, exclude: np.ndarray |
     if any(cnt > len(p) for cnt, p in zip(counts, per)):
         raise ValueError(f"not enough examples per class for a balanced subset of {n}")
     return np.sort(np.concatenate([p[:cnt] for p, cnt in zip(per, counts)]))
+
+
+def draw_splits(train_y: np.ndarray, test_y: np.ndarray | None, *, seed: int, n_train: int, n_val: int = 0,
+                n_test: int | None = None, replicate: int = 0) -> dict[str, np.ndarray]:
+    r"""Class-balanced train / validation (from the training set) and test (from the test set)
+    indices of replicate ``replicate`` (:mod:`ntkrepro.replicates`), each sorted.
+
+    Replicate :math:`q` draws with seed :math:`s_q` = ``base_seed(seed, replicate) + S q``
+    (train: :math:`s_q`, validation: :math:`s_q + 1` excluding that train draw, test:
+    :math:`s_q + 2`) from the examples that replicates :math:`0..q-1` did not use; replicate 0's
+    draw is exactly the one without replicates (``n_test`` equal to the whole test set takes all of
+    it). ``seed`` is replicate ``replicate``'s own (shifted) seed, so every replicate recomputes
+    the same earlier draws. Raises ``ValueError`` naming the replicate when the archive is too
+    small for ``replicate + 1`` disjoint draws of these sizes.
+    """
+    from ntkrepro.replicates import base_seed, shift_seed
+
+    train_y = np.asarray(train_y)
+    used_train = np.array([], int)
+    used_test = np.array([], int)
+    s0 = base_seed(seed, replicate)
+    out: dict[str, np.ndarray] = {}
+    for q in range(int(replicate) + 1):
+        s = shift_seed(s0, q)
+        try:
+            i_train = balanced_subset(train_y, n_train, s, exclude=used_train if q else None)
+            excl = np.concatenate([used_train, i_train])
+            i_val = balanced_subset(train_y, n_val, s + 1, exclude=excl) if n_val else np.array([], int)
+            i_test = None
+            if n_test is not None:
+                assert test_y is not None
+                if q == 0 and n_test >= np.asarray(test_y).size:
+                    i_test = np.arange(np.asarray(test_y).size)
+                else:
+                    i_test = balanced_subset(test_y, n_test, s + 2, exclude=used_test if q else None)
+        except ValueError as err:
+            raise ValueError(f"CIFAR-10: replicate {q} needs {n_train} train + {n_val} validation"
+                             + (f" + {n_test} test" if n_test is not None else "")
+                             + f" images disjoint from replicates 0..{q - 1}; the archive has "
+                             f"{train_y.size} train" + (f" / {np.asarray(test_y).size} test" if test_y is not None else "")
+                             + f" images ({err}). Lower the sizes or the number of replicates "
+                             "(config replicates / replicate_claims).") from None
+        out = {"train": i_train, "val": i_val}
+        if i_test is not None:
+            out["test"] = i_test
+            used_test = np.concatenate([used_test, i_test])
+        used_train = np.concatenate([used_train, i_train, i_val])
+    return out

@@ -40,7 +40,7 @@ OFFICIAL_MD5 = "7c2ac02c03563afcf9b574c7e56c153a"
 #: (tensorflow_datasets/datasets/imdb_reviews/checksums.tsv). The dataset page publishes no checksum.
 OFFICIAL_SHA256 = "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe"
 #: Keys of a ``data: imdb:`` config section.
-CONFIG_KEYS = ("archive", "sha256", "md5", "url", "resources_dir", "download")
+CONFIG_KEYS = ("archive", "sha256", "md5", "url", "resources_dir", "download", "replicate")
 SPLITS = ("train", "test")
 LABELS = {"neg": 0, "pos": 1}
 _MEMBER = re.compile(r"^aclImdb/(train|test)/(pos|neg)/(\d+)_(\d+)\.txt$")
@@ -162,3 +162,42 @@ def split_protocol(reviews: Mapping[str, Sequence[Review]], *, n_train: int, n_v
 def targets(reviews: Sequence[Review]) -> np.ndarray:
     r"""Regression targets :math:`y = \pm 0.5` (positive +0.5), shape ``(N, 1)``."""
     return (np.array([r.label for r in reviews], np.float64) - 0.5)[:, None]
+
+
+def used_reviews(reviews: Mapping[str, Sequence[Review]], *, n_train: int, n_valid: int, n_test: int, seed: int,
+                 final: Mapping[str, int] | None = None) -> set[tuple[str, int, int]]:
+    """Keys ``(split, label, id)`` of every review one run of H6's protocol draws from ``reviews``:
+    the selection split (:func:`split_protocol` with ``seed``) and, with ``final``, the final-table
+    split (drawn with ``seed + 1000``, as :func:`ntkrepro.hron2020.imdb._prepare` does)."""
+    sub = split_protocol(reviews, n_train=n_train, n_valid=n_valid, n_test=n_test, seed=seed)
+    used = [r for v in sub.values() for r in v]
+    if final:
+        rng = np.random.default_rng(int(seed) + 1000)
+        used += balanced_draw(reviews["train"], [int(final["n_train"])], rng, "train")[0]
+        used += balanced_draw(reviews["test"], [int(final["n_test"])], rng, "test")[0]
+    return {(r.split, r.label, r.id) for r in used}
+
+
+def replicate_pool(reviews: Mapping[str, Sequence[Review]], params: Mapping[str, Any]) -> dict[str, list[Review]]:
+    r"""The reviews replicate ``params['imdb']['replicate']`` (:mod:`ntkrepro.replicates`; 0 if
+    absent) may draw from: ``reviews`` minus every review replicates :math:`0..r-1` of H6 drew
+    (:func:`used_reviews`, recomputed with their seeds ``base_seed + S q``). Replicate 0 gets
+    ``reviews`` unchanged. ``params`` is H6's section (``n_train``, ``n_valid``, ``n_test``,
+    ``seed`` -- replicate r's shifted seed -- and ``final``). Raises ``ValueError`` naming the
+    replicate when the archive is too small for that many disjoint draws."""
+    from ntkrepro.replicates import base_seed, shift_seed
+
+    r = int(dict(params.get("imdb") or {}).get("replicate") or 0)
+    pool = {k: list(v) for k, v in reviews.items()}
+    s0 = base_seed(int(params["seed"]), r)
+    for q in range(r + 1 if r else 0):  # q = r: only checks that replicate r's own draw fits
+        try:
+            used = used_reviews(pool, n_train=int(params["n_train"]), n_valid=int(params["n_valid"]),
+                                n_test=int(params["n_test"]), seed=shift_seed(s0, q), final=params.get("final"))
+        except ValueError as err:
+            raise ValueError(f"IMDb: replicate {q} of H6 cannot draw disjointly from replicates 0..{q - 1} "
+                             f"({err}); the archive has {len(reviews['train'])} train / {len(reviews['test'])} "
+                             "test reviews. Lower the sizes or the number of replicates.") from None
+        if q < r:
+            pool = {k: [x for x in v if (x.split, x.label, x.id) not in used] for k, v in pool.items()}
+    return pool

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.data.cifar10 import (N_CLASSES, OFFICIAL_SHA256, balanced_subset, load_cifar10, preprocess,
+from ntkrepro.data.cifar10 import (N_CLASSES, OFFICIAL_SHA256, draw_splits, load_cifar10, preprocess,
                                    resolve_cifar10)
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
 from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
@@ -162,16 +162,17 @@ def load_splits(params: Mapping[str, Any], ctx: RunContext | None, *, need_test:
     ds = load_cifar10(path)
     seed = int(params["seed"])
     n_train, n_val = int(params["n_train"]), int(params.get("n_val", 0))
-    i_train = balanced_subset(ds.train_y, n_train, seed)
-    i_val = balanced_subset(ds.train_y, n_val, seed + 1, exclude=i_train) if n_val else np.array([], int)
+    # replicate r >= 1 (ntkrepro.replicates): a draw disjoint from replicates 0..r-1; r = 0 as before
+    idx = draw_splits(ds.train_y, ds.test_y, seed=seed, n_train=n_train, n_val=n_val,
+                      n_test=int(params["n_test"]) if need_test else None, replicate=int(data_cfg.get("replicate") or 0))
+    i_train, i_val = idx["train"], idx["val"]
     size = int(params["image_size"])
     out = {"x_train": preprocess(ds.train_x[i_train], size), "y_train": ds.train_y[i_train],
            "x_val": preprocess(ds.train_x[i_val], size), "y_val": ds.train_y[i_val],
            "archive": str(path), "archive_sha256": sha256_file(path),
            "n_available": {"train": int(ds.train_y.size), "test": int(ds.test_y.size)}}
     if need_test:
-        n_test = int(params["n_test"])
-        i_test = balanced_subset(ds.test_y, n_test, seed + 2) if n_test < ds.test_y.size else np.arange(ds.test_y.size)
+        i_test = idx["test"]
         out.update(x_test=preprocess(ds.test_x[i_test], size), y_test=ds.test_y[i_test])
     return out
 

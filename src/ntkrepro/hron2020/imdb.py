@@ -197,7 +197,8 @@ def _prepare(params: Mapping[str, Any], ctx, final: Mapping[str, int] | None = N
     path = imdb.resolve(params["imdb"])
     ctx.use_data(path)
     archive_sha256 = sha256_file(path)
-    reviews = imdb.read_reviews(path)
+    # replicate r >= 1 (ntkrepro.replicates): the reviews replicates 0..r-1 did not use; r = 0: all
+    reviews = imdb.replicate_pool(imdb.read_reviews(path), params)
     if final is None:
         subsets = imdb.split_protocol(reviews, n_train=params["n_train"], n_valid=params["n_valid"],
                                       n_test=params["n_test"], seed=params["seed"])
