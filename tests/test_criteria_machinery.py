@@ -4,7 +4,9 @@ Every decision helper is checked in four directions: the relation holds, is refu
 undecided, and an underpowered wide interval around the target, which must never pass.
 """
 
+import datetime
 import json
+import tomllib
 
 import numpy as np
 import pytest
@@ -150,6 +152,41 @@ def test_claimspec_version_must_match_amendments():
     with pytest.raises(ValueError, match="amendment"):
         ClaimSpec("Z1", "framework", "s", "c", version=2)
     ClaimSpec("Z1", "framework", "s", "c", version=2, amendments=(_AMEND,))
+
+
+def test_amendment_logs_are_well_formed_and_are_every_claims_amendments(repo_root):
+    specs = ledger.registered_claims()
+    for paper in ledger.PAPERS:
+        log = ledger.amendment_log(paper)
+        assert log, f"{paper} has no amendment log ({ledger.AMENDMENTS_FILE})"
+        for cid, amendments in log.items():
+            assert cid in specs and specs[cid].paper == paper, f"{paper} logs amendments of unregistered {cid}"
+            for a in amendments:
+                assert datetime.date.fromisoformat(a.date).isoformat() == a.date
+                assert a.change.strip() and a.why.strip()
+                assert a.previous and all(k.strip() and v.strip() for k, v in a.previous.items())
+    for cid, spec in specs.items():
+        assert spec.amendments == ledger.load_amendments(spec.paper, cid), cid
+        assert spec.version == 1 + len(spec.amendments), cid
+    # the logs are package data, so an installed ntkrepro reads them too
+    pyproject = tomllib.loads((repo_root / "pyproject.toml").read_text())
+    assert ledger.AMENDMENTS_FILE in pyproject["tool"]["setuptools"]["package-data"]["*"]
+
+
+@pytest.mark.parametrize("entry, error", [
+    ({"date": "2026-12-2", "change": "c", "why": "w"}, "ISO date"),
+    ({"date": "20261202", "change": "c", "why": "w"}, "ISO date"),
+    ({"change": "c", "why": "w"}, "keys"),
+    ({"date": "2026-12-02", "change": "c", "why": "w", "verdict": "x"}, "keys"),
+    ({"date": "2026-12-02", "change": " ", "why": "w"}, "change"),
+    ({"date": "2026-12-02", "change": "c", "why": ""}, "why"),
+    ({"date": "2026-12-02", "change": "c", "why": "w", "previous": {"default": ""}}, "previous"),
+])
+def test_malformed_amendment_log_entries_are_rejected(entry, error):
+    with pytest.raises(ValueError, match=error):
+        ledger._amendment("log", entry)
+    assert ledger._amendment("log", {"date": "2026-12-02", "change": "c", "why": "w"}) == Amendment(
+        "2026-12-02", "c", "w")
 
 
 def test_amendment_and_power_appear_in_entry_table_and_report(tmp_path, monkeypatch, repo_root):

@@ -19,11 +19,15 @@ table`` aggregates all entries (CSV, Markdown, LaTeX).
 from __future__ import annotations
 
 import argparse
+import datetime
 import enum
+import functools
 import importlib
+import importlib.resources
 import json
 import re
 import sys
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,7 +95,10 @@ class ClaimSpec:
     """A claim and its pre-registered criterion (text); ``evaluate`` applies it to results.
 
     ``version`` counts criterion versions (1 = as first registered); every later version carries an
-    :class:`Amendment` in ``amendments``, oldest first, so ``version == 1 + len(amendments)``.
+    :class:`Amendment` in ``amendments``, oldest first, so ``version == 1 + len(amendments)``. Left
+    out (``None``), ``amendments`` are the claim's entries in its paper's amendment log
+    (:func:`load_amendments`), so the criterion text and its version stay in code beside the
+    function that applies it and the log of changes stays in the data file, checked against each other.
     """
 
     id: str
@@ -100,7 +107,7 @@ class ClaimSpec:
     criterion: str
     evaluate: Callable[[Results, str], Evaluation] | None = None
     version: int = 1
-    amendments: tuple[Amendment, ...] = ()
+    amendments: tuple[Amendment, ...] | None = None
     quote: str = ""
 
     def paper_sentence(self) -> str:
@@ -117,9 +124,70 @@ class ClaimSpec:
         return f'"{m.group(1) or m.group(2)}"' if m else ""
 
     def __post_init__(self) -> None:
+        if self.amendments is None:
+            object.__setattr__(self, "amendments", load_amendments(self.paper, self.id))
         if self.version != 1 + len(self.amendments):
             raise ValueError(f"claim {self.id}: criterion version {self.version} needs {self.version - 1} "
                              f"amendment(s), has {len(self.amendments)}")
+
+
+#: Each paper's amendment log, ``src/ntkrepro/<paper>/amendments.toml`` (package data): one
+#: ``[[<claim id>]]`` table per :class:`Amendment`, oldest first, with ``date`` (ISO), ``change``,
+#: ``why`` and a ``[<claim id>.previous]`` table (scale -> previous verdict and headline numbers).
+AMENDMENTS_FILE = "amendments.toml"
+_AMENDMENT_KEYS = {"date", "change", "why", "previous"}
+
+
+def _amendment(where: str, entry: Any) -> Amendment:
+    """One entry of an amendment log, checked: a table with an ISO date (YYYY-MM-DD), a non-empty
+    ``change`` and ``why``, and ``previous`` (optional) mapping scales to non-empty strings."""
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{where}: an amendment must be a [[table]], got {entry!r}")
+    if set(entry) - _AMENDMENT_KEYS or not {"date", "change", "why"} <= set(entry):
+        raise ValueError(f"{where}: keys {sorted(entry)}, expected date, change, why and optionally previous")
+    date = entry["date"]
+    try:
+        iso = isinstance(date, str) and datetime.date.fromisoformat(date).isoformat() == date
+    except ValueError:
+        iso = False
+    if not iso:
+        raise ValueError(f"{where}: date {date!r} is not an ISO date (YYYY-MM-DD, quoted)")
+    for key in ("change", "why"):
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise ValueError(f"{where}: {key} must be a non-empty string")
+    previous = entry.get("previous", {})
+    if not isinstance(previous, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                                    for k, v in previous.items()):
+        raise ValueError(f"{where}: previous must map scales to non-empty strings")
+    return Amendment(date, entry["change"], entry["why"], dict(previous))
+
+
+@functools.cache
+def amendment_log(paper: str) -> dict[str, tuple[Amendment, ...]]:
+    """The amendment log of ``paper`` (:data:`AMENDMENTS_FILE` in its sub-package): claim id ->
+    its amendments, oldest first; empty when the paper has no log. Every entry is checked
+    (:func:`_amendment`) and every claim id must carry the paper's prefix."""
+    if paper not in PAPERS:
+        raise ValueError(f"unknown paper {paper!r}")
+    res = importlib.resources.files(f"ntkrepro.{paper}").joinpath(AMENDMENTS_FILE)
+    if not res.is_file():
+        return {}
+    where = f"ntkrepro/{paper}/{AMENDMENTS_FILE}"
+    raw = tomllib.loads(res.read_text(encoding="utf-8"))
+    log: dict[str, tuple[Amendment, ...]] = {}
+    for claim_id, entries in raw.items():
+        if not re.fullmatch(rf"{PAPERS[paper].claim_prefix}\d+", claim_id):
+            raise ValueError(f"{where}: {claim_id!r} is not a claim id of {paper}")
+        if not isinstance(entries, list):
+            raise ValueError(f"{where}: {claim_id} must be a list of [[{claim_id}]] tables")
+        log[claim_id] = tuple(_amendment(f"{where}, {claim_id} entry {i + 1}", e) for i, e in enumerate(entries))
+    return log
+
+
+def load_amendments(paper: str, claim_id: str) -> tuple[Amendment, ...]:
+    """The amendments of ``claim_id`` from ``paper``'s amendment log, oldest first (``()`` if none),
+    for its :class:`ClaimSpec`."""
+    return amendment_log(paper).get(claim_id, ())
 
 
 _REGISTRY: dict[str, ClaimSpec] = {}

@@ -1,7 +1,8 @@
 """Criteria of Arda, Cayci, Eryilmaz (2026), claims A1-A5 (CLAIMS.md, "How a criterion is written").
 
 Each function applies exactly the criterion text registered with it; amendments made after results
-were seen are listed in its :class:`~ntkrepro.ledger.ClaimSpec`. Inputs are the aggregated
+were seen are logged in ``amendments.toml`` beside this module (read into each
+:class:`~ntkrepro.ledger.ClaimSpec`). Inputs are the aggregated
 results files (``A1_width_scaling``, ``A2_sample_size``, ``A3_sequence_length``,
 ``A4_lag_forecasting``, ``A5_attention_share``). Decisions use :mod:`ntkrepro.stats`
 (equivalence with a stated margin, one-sided bounds); every undecided part carries a power line.
@@ -17,11 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, one_result, register, verdict_of
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, one_result, register, verdict_of
 from ntkrepro.stats import Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
 
 PAPER = "arda2026"
-AMENDED = "2026-12-02"
 
 #: The authors' settings (A1, A4) and the issue's sizes (A2, A3) = config/paper.yaml; any other
 #: value at another scale is listed as a substitute.
@@ -76,46 +76,6 @@ def _fmt(iv: Interval) -> str:
     return f"{iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
 
 
-# Verdicts and headline numbers of the landed code (commit 30aa816) under the previous criteria; the
-# default numbers are from the baseline run of that commit, the smoke ones from its smoke run.
-PREVIOUS: dict[str, dict[str, str]] = {
-    "A1": {
-        "default": ('reproduced; project teacher; final-loss slope -0.464 [-0.524, -0.363], approx_error -0.462 '
-                    '[-0.557, -0.352], lin_error -0.534 [-0.551, -0.511] (all consistent)'),
-        "smoke": ('not_reproduced; project teacher; final-loss slope -0.137 [-0.226, -0.063] (refuted), '
-                  'approx_error -0.368 [-0.488, -0.282], lin_error -0.521 [-0.578, -0.516] (both consistent)'),
-    },
-    "A2": {
-        "default": ('reproduced; project teacher; m* 45.3 .. 89.9 at n 125 .. 4000; exponent p 0.175 [0.131, '
-                  '0.213]; RSS log 42.7 vs power 60.6'),
-        "smoke": ('reproduced; project teacher; exponent p 0.156 [0.117, 0.457]; RSS log 0.0435 vs power '
-                  '0.913'),
-    },
-    "A3": {
-        "default": ('not_reproduced; project teacher, one per T; slope -0.368 [-0.389, -0.246] over T = 4 .. 64 '
-                  '(refuted because the CI excluded 0)'),
-        "smoke": ('reproduced; project teacher, one per T; slope -0.081 [-0.190, 0.005] over T = 4, 8, 32'),
-    },
-    "A4": {
-        "default": ('inconclusive; i.i.d. IndRNN init; transformer Delta 0.054 [-0.122, 0.190], IndRNN Delta 0.334 '
-                    '[0.199, 0.478], IndRNN grad-norm slope 0.807 [0.490, 1.121]'),
-        "smoke": ('inconclusive; transformer Delta -0.093 [-0.658, 0.472], IndRNN Delta 0.129 [-0.387, '
-                  '0.644], IndRNN grad-norm slope 0.836 [0.292, 1.102]'),
-    },
-    "A5": {
-        "default": ('reproduced; attention share 0.272 (m=8) .. 0.287 (m=512); slope 0.012 [-0.005, 0.035]'),
-        "smoke": ('reproduced; attention share 0.316 (m=8) .. 0.289 (m=128); slope -0.032 [-0.068, -0.003]'),
-    },
-}
-
-_STEPS_AMENDMENT = Amendment(
-    AMENDED,
-    "Default scale: projected-GD steps raised from 400 to 1200 (commit 1aa377d); criterion unchanged.",
-    "Decided after the default run with 400 steps gave the verdict below (disclosed in the commit message, "
-    "not in the ledger); recorded here because it was decided after a result was seen. The authors use 4000.",
-    {"default": "{} with 400 steps (numbers not kept: no ledger entry of that run was stored)"})
-
-
 # ------------------------------------------------------------------------------------------ A1
 A1_MARGIN = (-0.65, -0.35)
 A1_METRICS = ("min_train_loss", "approx_error", "lin_error")
@@ -137,23 +97,6 @@ A1_METRICS = ("min_train_loss", "approx_error", "lin_error")
     "teacher (full W_k) is run on the same seeds and reported beside it with its own slopes; it does not enter "
     "the verdict.",
     version=3,
-    amendments=(
-        Amendment(_STEPS_AMENDMENT.date, _STEPS_AMENDMENT.change, _STEPS_AMENDMENT.why,
-                  {"default": _STEPS_AMENDMENT.previous["default"].format("inconclusive")}),
-        Amendment(
-            AMENDED,
-            "Criterion: each slope's 95% interval must lie inside [-0.65, -0.35] (was: interval contains -0.5 or "
-            "point slope within 0.15 of -0.5; refuted outside [-0.75, -0.25]). Data: the authors' teacher "
-            "(diagonal logits, anchors from the inputs, sum|alpha| = 1, per-branch maps, stream seed+M) replaces "
-            "the project's transport-map teacher; the teacher is redrawn with every seed as in the authors' "
-            "script; the training metric is the minimum training loss over the steps (the authors' "
-            "min_train_loss) instead of the final loss; slope interval = t-interval of per-seed slopes (units "
-            "shared across widths) instead of a bootstrap resampling seeds independently at each width; the "
-            "paper's teacher added beside it (issues 13 and 15).",
-            "CLAIMS.md rule 2 (a wide interval could pass) and issue 13 (the project's teacher was not the "
-            "authors'; its labels were ~100x larger than Fig. 1's).",
-            PREVIOUS["A1"]),
-    ),
 ))
 def evaluate_a1(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A1_width_scaling")
@@ -216,17 +159,6 @@ A2_MARGIN = (-0.5, 0.5)
     "bootstrap resamples give a finite m* at every n. The fits m* = a log n + b and m* = C n^p (residual sums "
     "of squares, share of resamples in which the log fit is better) are reported as description.",
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Criterion: p's interval must lie inside [-0.5, 0.5] (was: below 0.5, plus the log fit's residual sum "
-            "of squares <= the power law's, a point comparison now reported as description). Data: the authors' "
-            "teacher redrawn with every seed (was one project teacher for all seeds), so the interval resamples "
-            "teacher draws.",
-            "CLAIMS.md rules 2 and 4: an interval like [-2, 0.4] passed 'below 0.5'; an RSS comparison of two "
-            "6-point fits has no interval; the teacher draw was not resampled (issue 13: not the authors' teacher).",
-            PREVIOUS["A2"]),
-    ),
 ))
 def evaluate_a2(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A2_sample_size")
@@ -281,21 +213,6 @@ A3_BOUND = 0.1
     "to the initial loss are reported as description, not judged; so are the paper's teacher and the IndRNN "
     "contrast (same data, same projected GD) where they ran.",
     version=3,
-    amendments=(
-        Amendment(_STEPS_AMENDMENT.date, _STEPS_AMENDMENT.change, _STEPS_AMENDMENT.why,
-                  {"default": _STEPS_AMENDMENT.previous["default"].format("not_reproduced")}),
-        Amendment(
-            AMENDED,
-            "Criterion: one-sided on the absolute loss (upper bound of the slope <= +0.1 -> reproduced; lower "
-            "bound > +0.1 -> not reproduced) with a hierarchical bootstrap over >= 4 teacher draws per T and "
-            "student seeds within them (was: two-sided, 'CI contains 0 and lies within [-0.2, 0.2] or within "
-            "[-0.1, 0.1]', one teacher per T, bootstrap over seeds only). Data: the authors' teacher; minimum "
-            "training loss over the steps; default n 500 -> 250 and T values [4, 8, 16, 32, 64] -> [4, 16, 64] "
-            "to fit 4 teachers x 4 seeds in the CPU budget.",
-            "Issue 15 / CLAIMS.md rules 1, 3, 4: the paper's bound is free of T (a falling loss agrees with it); T "
-            "was confounded with the single teacher draw per T and the interval ignored the teacher variance.",
-            PREVIOUS["A3"]),
-    ),
 ))
 def evaluate_a3(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A3_sequence_length")
@@ -353,23 +270,6 @@ A4_MARGIN = 0.15
     "above 0 (holds) or wholly below 0 (refutes). Reproduced if all hold; not reproduced if any is refuted; "
     "otherwise inconclusive (power line per undecided part, size = seeds per L).",
     version=3,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Default scale: projected-GD steps 400 -> 1200 and seeds 4 -> 8 (commit 1aa377d); criterion unchanged.",
-            "Decided after the default run with 400 steps and 4 seeds gave the verdict below (disclosed in the "
-            "commit message, not in the ledger); recorded because it was decided after a result was seen.",
-            {"default": "inconclusive with 400 steps and 4 seeds (numbers not kept: no ledger entry was stored)"}),
-        Amendment(
-            AMENDED,
-            "IndRNN initialisation made pairwise-symmetric (second half copies W_in and u, negates c; f(theta_0) "
-            "= 0) as in the authors' IndRNN (was i.i.d.); transformer flatness refuted also when Delta lies wholly "
-            "below -0.15 (equivalence); power lines; default sizes cut to fit the CPU budget (n 400 -> 200, "
-            "L values [4, 16, 72, 96] -> [4, 16, 96]).",
-            "Issue 15 (the authors' IndRNN is symmetric; the substitutes note said otherwise) and CLAIMS.md rules "
-            "1-2, 5.",
-            PREVIOUS["A4"]),
-    ),
 ))
 def evaluate_a4(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A4_lag_forecasting")
@@ -422,15 +322,6 @@ A5_FLOOR, A5_SLOPE = 0.01, 0.1
     "(bootstrap over seeds) has its interval inside [-0.1, 0.1] (holds), wholly outside refutes. Reproduced if "
     "both hold; not reproduced if either is refuted; otherwise inconclusive (power line, size = seeds).",
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Inputs redrawn with every seed and width (were one fixed input set for all seeds), so the interval "
-            "resamples the data draw too; the stability part is refuted when the slope lies wholly outside "
-            "[-0.1, 0.1] (was only below -0.1); power lines.",
-            "CLAIMS.md rules 2, 4, 5.",
-            PREVIOUS["A5"]),
-    ),
 ))
 def evaluate_a5(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A5_attention_share")

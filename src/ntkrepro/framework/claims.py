@@ -4,7 +4,8 @@ Each ``evaluate_*`` applies exactly the ``criterion`` text of its claim to the r
 by stem, looked up with :func:`ntkrepro.ledger.one_result`), with the decisions and intervals of
 :mod:`ntkrepro.stats` (CLAIMS.md, "How a criterion is written"). Bootstrap resamples and seeds come
 from the results' ``params`` (``n_boot``, ``seed``). Criteria changed after results were seen carry
-an :class:`~ntkrepro.ledger.Amendment` with the old verdicts and numbers.
+an :class:`~ntkrepro.ledger.Amendment` with the old verdicts and numbers, logged in ``amendments.toml``
+beside this module.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import numpy as np
 from scipy import stats as _st
 
 from ntkrepro.framework import spectra as sp
-from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, Verdict, one_result, register, verdict_of
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, Verdict, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
                             equivalence, hierarchical_bootstrap, power_line, slope_statistic, spearman,
                             spearman_permutation_test)
 
 PAPER = "framework"
-AMENDED = "2026-12-02"
 #: F1 tolerances: closed form vs neural-tangents (fp64), empirical vs closed form at the largest width.
 F1_NT_TOL = 1e-10
 F1_EMPIRICAL_TOL = 0.10
@@ -67,14 +67,6 @@ def _power(lines) -> list[PowerLine]:
     "slope is undecided). Reproduced iff all parts hold; not reproduced iff (a) or (b) is refuted; "
     "otherwise inconclusive with a power line.",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Part (c) judged on the 95% bootstrap interval of the median error at the largest width (whole "
-        "interval <= 0.10) instead of its point estimate; the paper's sentence quoted; bootstrap seed from the "
-        "results' params; power lines when undecided.",
-        "CLAIMS.md rule 2: a point estimate near a threshold is not evidence that the quantity is below it "
-        "(issue 15).",
-        {"default": "reproduced; closed form vs neural-tangents max rel 3.8e-16; error slope -0.47 [-0.58, -0.43]; median error at width 4096 = 0.066 (point estimate <= 0.10)", "smoke": "inconclusive; closed form vs neural-tangents max rel 2.3e-16; error slope -0.54 [-0.58, -0.45]; median error at width 512 = 0.135 (> 0.10)"}),),
 ))
 def evaluate_f1(results: Results, scale: str) -> Evaluation:
     """Apply the F1 criterion (the ClaimSpec text) to ``F1_linear_attention`` results."""
@@ -142,18 +134,6 @@ def _slope(widths, values, b, center=np.mean) -> Interval:
     "where run, and the gap at the paper's widths 256/512/2048/4096 (descriptive: the paper's tasks and "
     "'agreement' level are unspecified).",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Measured quantity changed from one initial draw's ||Theta_W - Theta_inf||/||Theta_inf|| (slope CI must "
-        "contain -1; median deviation <= 0.05 at widths >= 2048) to the seed-mean gap between the trained "
-        "network and its linearised model, with a GELU block (the old block had a ReLU FFN), widths up to 1024 "
-        "at default; decision by equivalence: slope interval inside [-1.25, -0.75]; the 5% table check dropped "
-        "(descriptive table only).",
-        "The paper's O(1/W) is about training dynamics in the kernel regime (trained network vs its NTK "
-        "prediction; Dyer & Gur-Ari 2019, smooth activations). One draw's initial NTK deviation is a random "
-        "fluctuation of order W^-1/2, so the old criterion tested something the paper does not claim; and "
-        "'interval contains -1' let a wide interval pass (CLAIMS.md rules 2-3, issue 15).",
-        {"default": "not_reproduced; single-draw initial NTK deviation slope -0.515 [-0.644, -0.448] (excludes -1), widths 64-1024, 4 seeds", "smoke": "not_reproduced; single-draw initial NTK deviation slope -0.450 [-0.974, -0.250] (excludes -1), widths 16-64, 3 seeds"}),),
 ))
 def evaluate_f2(results: Results, scale: str) -> Evaluation:
     """Apply the F2 criterion (the ClaimSpec text) to ``F2_kernel_regime`` results."""
@@ -214,12 +194,6 @@ def evaluate_f2(results: Results, scale: str) -> Evaluation:
     "wholly above 0 and is refuted if wholly below 0. Reproduced iff all three hold; not reproduced iff any "
     "is refuted; otherwise inconclusive with a power line.",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Decision rule unchanged; the paper's sentence quoted; bootstrap seeds from the results' params "
-        "(were literals 1-3), so the intervals are new resamples; power lines when undecided.",
-        "Issue 15: one bootstrap-seed convention for all criteria; CLAIMS.md rules 3 and 5.",
-        {"default": "reproduced; low_frequency 0.719 [0.718, 0.719]; coupling 0.0749 [0.0736, 0.0763]; positional_bias 0.0168 [0.0107, 0.0189]", "smoke": "inconclusive; low_frequency 0.687 [0.685, 0.687]; coupling 0.0972 [0.0922, 0.103]; positional_bias 0.0145 [-0.0104, 0.0206]"}),),
 ))
 def evaluate_f3(results: Results, scale: str) -> Evaluation:
     """Apply the F3 criterion (the ClaimSpec text) to ``F3_positions`` + ``F3_position_kernels``."""
@@ -270,17 +244,6 @@ def evaluate_f3(results: Results, scale: str) -> Evaluation:
     "hierarchical bootstrap interval of b (outer: seeds, inner: test sequences). Reproduced iff the interval "
     "lies wholly above 0; not reproduced iff wholly below 0; otherwise inconclusive with a power line.",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Correlation per test sequence over off-diagonal entries (was: one correlation of the attention averaged "
-        "over all test sequences, diagonal included, with the NTK reconstruction averaged over sequences); "
-        "slope of the mean over seeds and sequences with a hierarchical bootstrap (was: slope of seed medians, "
-        "bootstrap over 4 seeds); 16 seeds and widths up to 512 at default (were 4 seeds, up to 256); a GELU "
-        "block, each seed its own data draw; own compute rule (was shared with F6).",
-        "Averaging attention over i.i.d. sequences leaves only the diagonal and positional structure, and the "
-        "diagonal dominates a correlation that includes it; the paper compares patterns of a model on its "
-        "inputs (CLAIMS.md rules 3-4, issue 15).",
-        {"default": "inconclusive; slope of the sequence-averaged correlation per width doubling 0.00248 [-0.00492, 0.0119]", "smoke": "reproduced; slope of the sequence-averaged correlation per width doubling 0.0417 [0.0174, 0.0661]"}),),
 ))
 def evaluate_f4(results: Results, scale: str) -> Evaluation:
     """Apply the F4 criterion (the ClaimSpec text) to ``F4_attention`` results."""
@@ -327,15 +290,6 @@ def evaluate_f4(results: Results, scale: str) -> Evaluation:
     "difference larger than the margin); not reproduced iff it lies wholly inside [-m, m] (equivalent); "
     "otherwise inconclusive with a power line.",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Reproduced now needs the interval wholly outside the +-5% margin (was: interval excludes 0, so a "
-        "significant but negligible difference passed); refutation is the equivalence (interval inside the "
-        "margin; the extra 'contains 0' condition dropped); hierarchical bootstrap over seeds then sequences "
-        "(was: all (seed, sequence) pairs pooled as independent units); bootstrap seed from the results' params.",
-        "CLAIMS.md rules 2 and 4: 'differ' and 'the same' must be judged against the same stated margin, and "
-        "sequences within a seed share that seed's weights (issue 15).",
-        {"default": "reproduced; effective rank causal - bidirectional 0.46 [0.375, 0.542] (bidirectional mean 6.48)", "smoke": "reproduced; effective rank causal - bidirectional 0.47 [0.313, 0.626] (bidirectional mean 3.86)"}),),
 ))
 def evaluate_f5(results: Results, scale: str) -> Evaluation:
     """Apply the F5 criterion (the ClaimSpec text) to ``F5_masking`` results."""
@@ -419,18 +373,6 @@ def _variants_needed(rho: float, n: int, alpha: float = F6_ALPHA, cap: int = 10_
     "wholly below 0. Reproduced iff (i) and (ii) hold; not reproduced iff either is refuted; otherwise "
     "inconclusive with a power line.",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Part (ii) replaced: Spearman correlation over 16 pooled runs of different widths between the NTK's "
-        "effective rank and the test loss -> rank correlation across >= 4 architecture variants at matched widths "
-        "between each variant's NTK effective rank and its loss-vs-width scaling exponent, decided by an exact "
-        "permutation test across variants plus a seed-bootstrap interval. Part (i) now read from the F2 runs "
-        "(GELU block, widths up to 1024 at default; was the F6 ReLU block up to 256), decided with "
-        "stats.at_most; power lines when undecided.",
-        "Pooling runs of different widths confounds effective rank with width (both depend on it), and the "
-        "paper's claim is about the scaling properties of models with different eigenspectra, not the loss of "
-        "one run (CLAIMS.md rule 3, issue 15).",
-        {"default": "not_reproduced; NTK-change slope -0.546 [-0.93, -0.429]; Spearman(eff. rank, test loss) over 16 pooled runs 0.732 [0.283, 0.922]", "smoke": "reproduced; NTK-change slope -1.11 [-1.17, -1.05]; Spearman(eff. rank, test loss) over pooled runs -0.943 [-1, -0.515]"}),),
 ))
 def evaluate_f6(results: Results, scale: str) -> Evaluation:
     """Apply the F6 criterion (the ClaimSpec text) to ``F2_kernel_regime`` + ``F6_variants`` results."""

@@ -2,7 +2,8 @@
 
 Each ``evaluate_*`` applies exactly the criterion text registered with it. Thresholds are module
 constants fixed before the results they judge were computed; a criterion changed after results
-were seen carries an :class:`~ntkrepro.ledger.Amendment` (CLAIMS.md rule 6).
+were seen carries an :class:`~ntkrepro.ledger.Amendment` (CLAIMS.md rule 6), logged in
+``amendments.toml`` beside this module.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
-from ntkrepro.ledger import (Amendment, ClaimSpec, Evaluation, Results, Verdict, decide, one_result, register,
-                             verdict_of)
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, Verdict, decide, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
                             spearman_ci, stratified_spearman_ci)
 
 PAPER = "hazelden2026"
-AMENDED = "2026-12-02"
 
 #: Tolerances of G1/G2 (relative Frobenius error of the Kronecker core), from CLAIMS.md.
 TOL = {"float64": 1e-10, "float32": 1e-5}
@@ -77,17 +76,6 @@ def _control_line(worst: float) -> PowerLine:
 
 
 # ---------------------------------------------------------------------------------------------
-_G1_G2_CONTROL = Amendment(
-    AMENDED,
-    "Added a precision condition: every site's negative control (the core built from row-permuted site "
-    f"variables) must differ from the autodiff core by >= {CONTROL_MIN:g} (relative), else inconclusive; "
-    "inconclusive entries carry a power line; results looked up with ledger.one_result.",
-    "Issue 15 / CLAIMS.md rule 2: a check that cannot tell a wrong core from the right one must not pass. "
-    "The control errors were already computed and recorded, but the verdict ignored them.",
-    {},  # filled below per claim
-)
-
-
 @register(ClaimSpec(
     "G1", PAPER,
     "The Kronecker core computed from forward-pass weight-site variables equals the core computed "
@@ -101,10 +89,6 @@ _G1_G2_CONTROL = Amendment(
     ">= 1e-3; not reproduced if either maximum exceeds its tolerance; inconclusive if a site kind is "
     "missing or a control does not discriminate.",
     version=2,
-    amendments=(Amendment(_G1_G2_CONTROL.date, _G1_G2_CONTROL.change, _G1_G2_CONTROL.why, {
-        "default": "reproduced; max rel. error fp64 0, fp32 0 over 20 sites (old criterion applied to the "
-                   "default G1 results, whose computation this change does not alter)",
-        "smoke": "reproduced; max rel. error fp64 0, fp32 0 over 20 sites (old code of commit 30aa816 re-run at smoke scale by this change's author)"}),),
     quote=('Paper, abstract: "we prove a universal Kronecker-core theorem showing that K admits an exact, '
            'forward-pass-computable form given by the Gram matrix of weight-site variables"'),
 ))
@@ -162,11 +146,6 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
     "or site kind is missing or a control does not discriminate. Whether the weights were "
     "pretrained or randomly initialised is recorded.",
     version=2,
-    amendments=(Amendment(_G1_G2_CONTROL.date, _G1_G2_CONTROL.change, _G1_G2_CONTROL.why, {
-        "default": "reproduced; Pythia-410M random init, max rel. error 2.76e-07 over 96 sites in 24 layers; "
-                   "smallest control error 0.0168 (baseline run of commit 30aa816)",
-        "smoke": "reproduced; tiny GPTNeoX (2 layers), max rel. error 1.33e-07 over 8 sites; smallest control "
-                 "error 0.162 (baseline run of commit 30aa816)"}),),
     quote=('Paper, abstract: "we validate the main theorems in a self-attention transformer and a pretrained '
            'Pythia transformer language model with 410 million parameters"'),
 ))
@@ -248,50 +227,6 @@ def _key(u: dict[str, Any]) -> str:
     "not judged. Reproduced if (a) and (b) hold; not reproduced if either is refuted; inconclusive if more than a third of the runs diverged, otherwise inconclusive with a "
     "power line.",
     version=4,
-    amendments=(
-        Amendment(
-            "2026-12-02",
-            "GD learning rate 0.1 -> 0.05 at all scales, and the divergence rule (a run with a non-finite "
-            "loss or a loss > 10x its initial loss is reported and excluded from the plateau/learning and "
-            "association conditions).",
-            "Post-hoc (commit 54efc0b): a default-scale run with learning rate 0.1 diverged; the rate and "
-            "the rule were changed after that run was seen.",
-            {"default": "criterion v1 (lr 0.1): the run diverged; its verdict and numbers were not kept"},
-        ),
-        Amendment(
-            AMENDED,
-            "Re-tested as the abstract states it (issue 15): initial-scale sweep log-spaced over >= 2 decades "
-            "including small scales (kpflow paper_experiment_1 sweeps 1e-5..5) instead of gains 0.25-2; "
-            "hidden >= 64 at default; participation ratio (kpflow's effective dimension) and entropy rank "
-            "of the GeNTK at init; several seeds. Criterion: at least one initialisation low-rank with "
-            "precision (PR/N <= 0.1) and a negative Spearman correlation between initial PR and the loss "
-            "ratio with its 95% interval below 0. Dropped: 'every (model, gain) low-rank', the max/min "
-            "bias ratio and the plateau/learning thresholds.",
-            "The old criterion required every initialisation to be low-rank, which the paper does not say, "
-            "and decided the association on a point estimate.",
-            {"default": "not_reproduced; (a) every (model, gain) low-rank: False (worst min(er_space/H, er_time/T) "
-                        "0.56); (b) init bias: True (GRU 3.17x, RNN 2.73x); (c) plateau and learning: False; (d) "
-                        "Spearman(er_full, loss ratio) -0.47 [-0.88, 0.42]; 0 diverged (baseline run of commit 30aa816)",
-             "smoke": "not_reproduced; (a) False (worst min-fraction 0.64); (b) False (GRU 1.26x, RNN 1.90x); "
-                      "(c) False; (d) Spearman(er_full, loss ratio) +0.40 (old code of commit 30aa816 re-run at smoke scale by this change's author)"},
-        ),
-        Amendment(
-            AMENDED,
-            "(b) judged on the within-model Spearman correlation (mean over models of the per-model "
-            "correlation between initial PR and the loss ratio, stratified bootstrap over runs within each "
-            "model) instead of the correlation pooled over RNN and GRU runs; the pooled one is reported.",
-            "Changed after the first default run of version 3 was seen. The pooled correlation was negative "
-            "only because the GRU has a lower PR/N than the RNN at every scale and learns less in 200 steps, "
-            "while within each model the association was positive (GRU +0.90, RNN +0.21): a Simpson's "
-            "paradox. The claim is about initialisations of a network, so the relation must hold within a "
-            "model. This makes the criterion stricter; the verdict under version 3 is kept below.",
-            {"default": "reproduced; (a) lowest PR/N 0.0018 [-0.0007, 0.0043] (RNN, g=3); (b) pooled "
-                        "Spearman(PR, loss ratio) -0.37 [-0.61, -0.07] over 40 non-diverged runs (within-model: "
-                        "GRU +0.90, RNN +0.21); 2/42 diverged",
-             "smoke": "inconclusive; (a) undecided, lowest PR/N 0.129 [-0.257, 0.516] (GRU, g=0.01); (b) pooled "
-                      "Spearman -0.06 [-0.61, 0.59] over 12 runs"},
-        ),
-    ),
 ))
 def evaluate_g3(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G3_")
@@ -407,22 +342,6 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
     "Reproduced if (a) and (b) hold; not reproduced if either is refuted; otherwise inconclusive with "
     "a power line. The output-state GeNTK and Fourier-feature inputs are reported, not judged.",
     version=2,
-    amendments=(Amendment(
-        AMENDED,
-        "Measured on the GeNTK of the internal states, partial-averaged over features (as kpflow's example), "
-        "instead of only the output GeNTK; participation ratios (kpflow's effdim) instead of entropy ranks of "
-        "the T x T Gram; the bound judged per k with simultaneous Student-t intervals over seeds of the seed-mean excess, "
-        "the trend with a seed-bootstrap interval on the Spearman correlation (was: fraction of k bounded by "
-        "seed means, and a bare Spearman >= 0.8); single-block model without LayerNorm as kpflow's example; "
-        "batch of 5 sequences sharing A; claim source labelled.",
-        "Issue 15: the claim is taken from the authors' library example, which measures the internal-state "
-        "GeNTK; the old criterion decided on point estimates over 3 seeds.",
-        {"default": "inconclusive; 4/8 input dimensions bounded (er_time <= 1.25 er(X) + 1), Spearman 1.00, "
-                    "mean excess over the bound -2.24 [-3.21, -1.65] over 3 seeds (old code of commit 30aa816 "
-                    "re-run at default scale by this change's author)",
-         "smoke": "not_reproduced; 2/5 input dimensions bounded (er_time <= 1.25 er(X) + 1), Spearman 0.90 "
-                  "(old code of commit 30aa816 re-run at smoke scale by this change's author)"},
-    ),),
 ))
 def evaluate_g4(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G4_")

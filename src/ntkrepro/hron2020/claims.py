@@ -11,7 +11,8 @@ from the arXiv abstract; the others are the wording of the cited section in the 
 (``../shared/seeds``), which the criteria quote as the paper's statement.
 
 Amendments (CLAIMS.md rule 6) record every change made after results were seen, with the verdict
-and headline numbers of the previous criterion at each scale where it ran.
+and headline numbers of the previous criterion at each scale where it ran; they are logged in
+``amendments.toml`` beside this module.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ import numpy as np
 
 from ntkrepro.hron2020.cifar10 import h4_substitutes
 from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
-from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Results, one_result, register, verdict_of
+from ntkrepro.ledger import ClaimSpec, Evaluation, Results, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
                             powerlaw_wls_fit)
 
 PAPER = "hron2020"
-AMENDED = "2026-12-02"
 ABSTRACT_H = ("abstract: \"unlike single-head attention, which induces non-Gaussian behaviour, multi-head attention "
               "architectures behave as GPs as the number of heads tends to infinity\"")
 
@@ -68,29 +68,6 @@ _H1 = ClaimSpec(
         "kurtosis and the KS distance to the equal-variance Gaussian at the largest head count are reported, not "
         "judged (the heads law fixes how close to Gaussian 100 heads are: kappa_1/100)."),
     version=3,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Refutation of the 1-head part set to 'kurtosis CI wholly below 0.05' (instead of below 0) and smoke "
-            "n_draws raised from 4000 to 20000.",
-            "Both decided after a smoke run with 4000 draws whose 1-head kurtosis estimate was judged too noisy "
-            "(disclosed in the message of commit 1a398fa, not in the ledger); recorded here because they were "
-            "decided after a result was seen.",
-            {"smoke": "not recorded (the 4000-draw smoke run before commit 1a398fa kept no ledger entry)"}),
-        Amendment(
-            AMENDED,
-            "The heads law (excess kurtosis = kappa_1/H for i.i.d. heads; fitted slope's 95% interval inside "
-            "[-1.25, -0.75]) replaces the thresholds (0.05; 0.1x and 0.5x the 1-head kurtosis) and the KS "
-            "comparisons with the Gaussian null level, which are now reported only. Default draws per head count "
-            "raised and allocated to small head counts, where the slope is measured (issue 15).",
-            "CLAIMS.md rules 1-2: the thresholds were chosen after a noisy smoke run, and a KS test against a null "
-            "level rejects any fixed deviation once the draws are many; the paper's mechanism (averaging i.i.d. "
-            "heads) predicts a law that can be tested with a stated margin.",
-            {"default": ("reproduced; 1-head excess kurtosis 0.288 [0.222, 0.357], KS 0.0070 vs null 0.0057; 100 heads: "
-                        "kurtosis -0.0034 [-0.0460, 0.0412], KS 0.0043 (heads 1-100, 50,000 draws each)"),
-             "smoke": ("inconclusive; 1-head excess kurtosis 0.258 [0.165, 0.353], KS 0.0076 vs null 0.0083; 100 heads: "
-                       "kurtosis -0.0191 [-0.0875, 0.0593], KS 0.0058 (heads 1 and 100, 20,000 draws each)")}),
-    ),
 )
 
 
@@ -162,17 +139,6 @@ _H2 = ClaimSpec(
         "either slope's interval lies wholly at or above 0. Otherwise inconclusive. (The paper implies a spread "
         "slope of -1/2; reported, not required.)"),
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "The distance at the largest d must have its 95% interval, not its point estimate, below 0.1; a power "
-            "line is given when undecided.",
-            "CLAIMS.md rule 2: a point estimate below a threshold is not evidence that the quantity is below it.",
-            {"default": ("reproduced; spread slope -0.493 [-0.500, -0.487], NNGP-distance slope -0.744 [-0.850, -0.637], "
-                        "distance at d=16384 0.0001 (point estimate below 0.1)"),
-             "smoke": ("reproduced; spread slope -0.487 [-0.494, -0.480], NNGP-distance slope -0.684 [-0.915, -0.452], "
-                       "distance at d=1024 0.0008 (point estimate)")}),
-    ),
 )
 
 
@@ -249,18 +215,6 @@ _H3 = ClaimSpec(
         "otherwise inconclusive. (neural-tangents' own 5% tolerance at width 1024 / 32 heads / 1024 samples is "
         "reported at the largest width, not required.)"),
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Slope interval: OLS t-interval over all (width, replicate) estimates instead of a bootstrap of "
-            "per-width medians resampling the 3-4 replicates at each width; power line when undecided.",
-            "CLAIMS.md rule 4: a bootstrap over 3-4 values per width understates the spread (few units); the "
-            "replicates are independent, so the pooled regression uses every one of them as a unit.",
-            {"default": ("reproduced; NNGP slope -0.413 [-0.593, -0.076], NTK slope -0.263 [-0.882, -0.115] (bootstrap "
-                        "of per-width medians, 4 replicates per width)"),
-             "smoke": ("inconclusive; NNGP slope 0.556 [-1.202, 0.905], NTK slope -0.036 [-0.082, 0.150] (3 replicates "
-                       "per width)")}),
-    ),
 )
 
 
@@ -351,20 +305,6 @@ _H4 = ClaimSpec(
         "shallow selections is then reported, not judged). Reproduced iff every judged ordering holds; not "
         "reproduced iff any is refuted; otherwise inconclusive."),
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Depth ordering judged by an interval (crossed bootstrap over validation images and families of the "
-            "shallow-minus-deep validation accuracy) instead of the fraction of validation-selected depths among "
-            "the two smallest (holds >= 2/3, refuted <= 1/3, no interval); power lines for undecided orderings.",
-            "CLAIMS.md rules 2 and 4: the count of depths selected on 50 validation images has no interval -- on "
-            "another disjoint CIFAR-10 slice of the same size the H4 verdict flips from inconclusive to "
-            "not_reproduced on that count alone (issue 15).",
-            {"default": ("inconclusive; 1 of 9 orderings hold (the depth ordering, by the count: 0.90 of the "
-                        "non-Flatten selections at the two smallest depths), 0 refuted, 8 undecided; n_test=200"),
-             "smoke": ("inconclusive; 0 of 9 orderings hold, 0 refuted, 9 undecided (depth ordering undecided: depths "
-                       "[1, 2] only); n_test=40")}),
-    ),
 )
 
 
@@ -469,22 +409,6 @@ _H5 = ClaimSpec(
         "more than one point, about the resolution of one run on its 5,000 validation images. "
         "Reproduced iff all five hold; not reproduced iff any is refuted; otherwise inconclusive."),
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "Exact paired permutation tests over (seed, LayerNorm) / (seed, mechanism) units with independent runs "
-            "and >= 5 seeds, instead of bootstraps of 9 (parts 1-2) and 3 (part 3) correlated differences; part 3 "
-            "as non-inferiority with a 1-point margin stated in advance instead of 'highest mean or CI contains 0'.",
-            "CLAIMS.md rules 2 and 4: a bootstrap over 3 or 9 correlated numbers is no interval, and 'the CI "
-            "contains 0' lets an underpowered run pass (issue 15).",
-            {"default": ("inconclusive; relu-softmax -0.002 [-0.011, 0.007], identity-softmax 0.005 [-0.005, 0.016], "
-                        "LN per head-none 0.001 [-0.016, 0.018], LN output-none -0.003 [-0.020, 0.013] (bootstraps of "
-                        "9 differences): undecided; identity+LN output vs identity+LN none -0.019 [-0.042, 0.025]: "
-                        "'holds' (CI contains 0); 3 seeds"),
-             "smoke": ("inconclusive; relu-softmax -0.001 [-0.016, 0.014], identity-softmax 0.010 [-0.008, 0.028], LN "
-                       "per head-none 0.008 [-0.004, 0.021], LN output-none 0.008 [-0.004, 0.020]: undecided; "
-                       "identity+LN output vs identity+LN none -0.010 [-0.020, 0.000]: 'holds'; 3 seeds")}),
-    ),
 )
 
 
@@ -570,20 +494,6 @@ _H6 = ClaimSpec(
         "padding changes no kernel entry by more than 1e-4 relative (else inconclusive). The diagonal jitter the "
         "Cholesky fallback added in each family's final regression is recorded, not judged."),
     version=2,
-    amendments=(
-        Amendment(
-            AMENDED,
-            "'About equal' band narrowed from +-0.03 to +-0.02 (2 accuracy points, issue 15); power lines name the "
-            "n_test that would decide an undecided part; final-regression jitter recorded.",
-            "CLAIMS.md rule 2 with the margin the issue states; at the default sizes the interval's half-width "
-            "(about 0.055) exceeds either band, so the part could not hold -- the power line now says which test "
-            "size would decide it.",
-            {"default": ("inconclusive; (a) Struct-GAP-only -0.025 [-0.075, +0.025]; (b) Struct-GAP-FCN -0.030 "
-                         "[-0.080, +0.020], overlapping the +-0.03 band edge; (c) best upper bound 0.665 < 0.974; "
-                         "n_test=200"),
-             "smoke": ("inconclusive; (a) Struct-GAP-only +0.000 [-0.150, +0.125]; (b) Struct-GAP-FCN +0.025 "
-                       "[-0.150, +0.200]; (c) best upper bound 0.800 < 0.974; n_test=40")}),
-    ),
 )
 
 
