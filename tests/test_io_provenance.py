@@ -94,6 +94,18 @@ def test_source_hash_changes_with_the_closure_only(tmp_path):
     assert provenance.source_hash(["ntkrepro.sub.a"], root) == h0
 
 
+def test_source_hash_covers_data_files_without_parsing_them(tmp_path):
+    root = _package(tmp_path)
+    data = root / "sub" / "claims.toml"
+    data.write_text('[A1]\nversion = 2\n[[A1.amendments]]\ndate = 2026-12-02\n')  # TOML, not Python
+    h0 = provenance.source_hash(["ntkrepro.sub.a"], root, files=[data])
+    assert provenance.module_closure(["ntkrepro.sub.a"], root, files=[data]) == provenance.module_closure(
+        ["ntkrepro.sub.a"], root)
+    assert h0 != provenance.source_hash(["ntkrepro.sub.a"], root)
+    data.write_text('[A1]\nversion = 3\n[[A1.amendments]]\ndate = 2026-12-02\n')
+    assert provenance.source_hash(["ntkrepro.sub.a"], root, files=[data]) != h0
+
+
 def test_real_closure_of_a_compute_module():
     closure = provenance.module_closure(["ntkrepro.run", "ntkrepro.hron2020.gaussianity"])
     assert {"ntkrepro.hron2020.gaussianity", "ntkrepro.hron2020.attention", "ntkrepro.nt", "ntkrepro.stats",

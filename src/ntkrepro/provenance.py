@@ -183,8 +183,9 @@ def module_closure(modules: Iterable[str], root: PathLike | None = None,
     they import (transitively, found by parsing the source, not by importing it) and the
     ``__init__.py`` of each enclosing package. ``root`` is the ``ntkrepro`` package folder whose
     source is read (default: the imported package, :data:`PACKAGE_ROOT`); ``files`` are extra
-    scripts (e.g. notebooks) whose ``ntkrepro`` imports are followed. A requested module that
-    has no source file raises ``ModuleNotFoundError``.
+    files: the ``ntkrepro`` imports of Python scripts (``.py``, e.g. jupytext notebooks) are
+    followed, other files (data, e.g. a paper's ``claims.toml``) import nothing. A requested
+    module that has no source file raises ``ModuleNotFoundError``.
     """
     rootp = Path(root) if root is not None else PACKAGE_ROOT
     todo: list[str] = []
@@ -192,8 +193,9 @@ def module_closure(modules: Iterable[str], root: PathLike | None = None,
         if _module_file(m, rootp) is None:
             raise ModuleNotFoundError(f"no source for {m!r} under {rootp}")
         todo.append(m)
-    for f in files:
-        todo.extend(_imports_of(str(f), Path(f).stat().st_mtime_ns, Path(f).stat().st_size, "__main__", False))
+    for f in map(Path, files):
+        if f.suffix == ".py":
+            todo.extend(_imports_of(str(f), f.stat().st_mtime_ns, f.stat().st_size, "__main__", False))
     found: dict[str, Path] = {}
     while todo:
         m = todo.pop()
@@ -240,7 +242,7 @@ def hash_sources(files: Mapping[str, PathLike]) -> str:
 
 def source_hash(modules: Iterable[str], root: PathLike | None = None, files: Iterable[PathLike] = ()) -> str:
     """Hash of the source of ``modules`` and of every ``ntkrepro`` module they import
-    (:func:`module_closure`), plus the bytes of ``files`` themselves."""
+    (:func:`module_closure`), plus the bytes of ``files`` themselves (scripts or data)."""
     files = [Path(f) for f in files]
     h = hashlib.sha256(hash_sources(module_closure(modules, root, files)).encode())
     for f in files:
