@@ -4,6 +4,7 @@ Every decision helper is checked in four directions: the relation holds, is refu
 undecided, and an underpowered wide interval around the target, which must never pass.
 """
 
+import dataclasses
 import datetime
 import json
 import tomllib
@@ -154,39 +155,61 @@ def test_claimspec_version_must_match_amendments():
     ClaimSpec("Z1", "framework", "s", "c", version=2, amendments=(_AMEND,))
 
 
-def test_amendment_logs_are_well_formed_and_are_every_claims_amendments(repo_root):
+def test_preregistration_files_are_well_formed_and_are_every_registered_claim(repo_root):
     specs = ledger.registered_claims()
     for paper in ledger.PAPERS:
-        log = ledger.amendment_log(paper)
-        assert log, f"{paper} has no amendment log ({ledger.AMENDMENTS_FILE})"
-        for cid, amendments in log.items():
-            assert cid in specs and specs[cid].paper == paper, f"{paper} logs amendments of unregistered {cid}"
-            for a in amendments:
+        pre = ledger.preregistration(paper)
+        assert pre, f"{paper} pre-registers no claim ({ledger.PREREGISTRATION_FILE})"
+        for cid, spec in pre.items():
+            assert cid in specs, f"{paper} pre-registers {cid}, which no criterion function registers"
+            assert spec.paper == paper and spec.statement.strip() and spec.criterion.strip()
+            assert spec.version == 1 + len(spec.amendments)
+            for a in spec.amendments:
                 assert datetime.date.fromisoformat(a.date).isoformat() == a.date
                 assert a.change.strip() and a.why.strip()
                 assert a.previous and all(k.strip() and v.strip() for k, v in a.previous.items())
     for cid, spec in specs.items():
-        assert spec.amendments == ledger.load_amendments(spec.paper, cid), cid
-        assert spec.version == 1 + len(spec.amendments), cid
-    # the logs are package data, so an installed ntkrepro reads them too
+        pre = ledger.load_claim_spec(spec.paper, cid)
+        assert spec.evaluate is not None and dataclasses.replace(spec, evaluate=None) == pre, cid
+    # the files are package data, so an installed ntkrepro reads them too
     pyproject = tomllib.loads((repo_root / "pyproject.toml").read_text())
-    assert ledger.AMENDMENTS_FILE in pyproject["tool"]["setuptools"]["package-data"]["*"]
+    assert ledger.PREREGISTRATION_FILE in pyproject["tool"]["setuptools"]["package-data"]["*"]
+    with pytest.raises(KeyError, match="not pre-registered"):
+        ledger.load_claim_spec("framework", "F99")
+
+
+_OK = {"date": "2026-12-02", "change": "c", "why": "w"}
 
 
 @pytest.mark.parametrize("entry, error", [
-    ({"date": "2026-12-2", "change": "c", "why": "w"}, "ISO date"),
-    ({"date": "20261202", "change": "c", "why": "w"}, "ISO date"),
+    ({**_OK, "date": "2026-12-2"}, "ISO date"),
+    ({**_OK, "date": "20261202"}, "ISO date"),
     ({"change": "c", "why": "w"}, "keys"),
-    ({"date": "2026-12-02", "change": "c", "why": "w", "verdict": "x"}, "keys"),
-    ({"date": "2026-12-02", "change": " ", "why": "w"}, "change"),
-    ({"date": "2026-12-02", "change": "c", "why": ""}, "why"),
-    ({"date": "2026-12-02", "change": "c", "why": "w", "previous": {"default": ""}}, "previous"),
+    ({**_OK, "verdict": "x"}, "keys"),
+    ({**_OK, "change": " "}, "change"),
+    ({**_OK, "why": ""}, "why"),
+    ({**_OK, "previous": {"default": ""}}, "previous"),
 ])
-def test_malformed_amendment_log_entries_are_rejected(entry, error):
+def test_malformed_amendments_are_rejected(entry, error):
     with pytest.raises(ValueError, match=error):
         ledger._amendment("log", entry)
-    assert ledger._amendment("log", {"date": "2026-12-02", "change": "c", "why": "w"}) == Amendment(
-        "2026-12-02", "c", "w")
+    assert ledger._amendment("log", _OK) == Amendment("2026-12-02", "c", "w")
+
+
+@pytest.mark.parametrize("table, error", [
+    ({"statement": "s", "criterion": "c"}, "keys"),
+    ({"statement": "s", "criterion": "c", "version": 1, "owner": "x"}, "keys"),
+    ({"statement": "", "criterion": "c", "version": 1}, "statement"),
+    ({"statement": "s", "criterion": "c", "version": "2"}, "version"),
+    ({"statement": "s", "criterion": "c", "version": 2}, "amendment"),           # version 2, no amendment
+    ({"statement": "s", "criterion": "c", "version": 1, "amendments": [_OK]}, "amendment"),
+])
+def test_malformed_preregistered_claims_are_rejected(table, error):
+    with pytest.raises(ValueError, match=error):
+        ledger._claim_spec("claims.toml", "F9", "framework", table)
+    spec = ledger._claim_spec("claims.toml", "F9", "framework",
+                              {"statement": "s", "criterion": "c", "version": 2, "amendments": [_OK]})
+    assert spec == ClaimSpec("F9", "framework", "s", "c", version=2, amendments=(Amendment(**_OK),))
 
 
 def test_amendment_and_power_appear_in_entry_table_and_report(tmp_path, monkeypatch, repo_root):

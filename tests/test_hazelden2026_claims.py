@@ -225,6 +225,7 @@ def test_ledger_entries_carry_amendments_and_source():
     assert all(a["previous"] for a in entry["amendments"])
     g4spec = get_claim("G4")
     assert "kpflow" in g4spec.statement and g4spec.version == 2
+    assert g4spec.statement.endswith(f"Source: {claims.G4_SOURCE}.")   # the source the entries name
     res = g4(lambda x: 2 * x + 3, seeds=2)
     res["G4_transformer_rank"]["provenance"] = {}
     entry = make_entry("G4", res, scale="smoke")

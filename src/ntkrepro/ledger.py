@@ -1,12 +1,15 @@
 """The claims ledger: pre-registered criteria, verdicts and the aggregate claims table.
 
-Each claim of ``CLAIMS.md`` is registered in code, in its paper's sub-package, *before* any run::
+Each claim of ``CLAIMS.md`` is pre-registered in its paper's sub-package *before* any run: its
+statement, criterion text, criterion version and amendment log in ``<paper>/claims.toml``
+(:data:`PREREGISTRATION_FILE`), the function applying the criterion beside it in
+``<paper>/claims.py``::
 
-    @register(ClaimSpec(id="H1", paper="hron2020", statement="...", criterion="..."))
+    @register(load_claim_spec("hron2020", "H1"))
     def evaluate_h1(results: Results, scale: str) -> Evaluation: ...
 
-The criterion text and the function that applies it live side by side and are unit-tested on
-synthetic numbers in both directions. The criterion is applied once per claim:
+Each criterion function is unit-tested on synthetic numbers in both directions. The criterion is
+applied once per claim:
 ``python -m ntkrepro.ledger evaluate H1 ...`` loads the claim's results files, applies the function
 and writes the evaluation ``results/claims/evaluations/H1.json`` (keys ``id, paper, statement,
 criterion, measured, verdict, scale, substitutes, data, figure_data, provenance``). The figure
@@ -95,10 +98,8 @@ class ClaimSpec:
     """A claim and its pre-registered criterion (text); ``evaluate`` applies it to results.
 
     ``version`` counts criterion versions (1 = as first registered); every later version carries an
-    :class:`Amendment` in ``amendments``, oldest first, so ``version == 1 + len(amendments)``. Left
-    out (``None``), ``amendments`` are the claim's entries in its paper's amendment log
-    (:func:`load_amendments`), so the criterion text and its version stay in code beside the
-    function that applies it and the log of changes stays in the data file, checked against each other.
+    :class:`Amendment` in ``amendments``, oldest first, so ``version == 1 + len(amendments)``. The
+    papers' claims are read from their pre-registration files (:func:`load_claim_spec`).
     """
 
     id: str
@@ -107,7 +108,7 @@ class ClaimSpec:
     criterion: str
     evaluate: Callable[[Results, str], Evaluation] | None = None
     version: int = 1
-    amendments: tuple[Amendment, ...] | None = None
+    amendments: tuple[Amendment, ...] = ()
     quote: str = ""
 
     def paper_sentence(self) -> str:
@@ -124,27 +125,40 @@ class ClaimSpec:
         return f'"{m.group(1) or m.group(2)}"' if m else ""
 
     def __post_init__(self) -> None:
-        if self.amendments is None:
-            object.__setattr__(self, "amendments", load_amendments(self.paper, self.id))
         if self.version != 1 + len(self.amendments):
             raise ValueError(f"claim {self.id}: criterion version {self.version} needs {self.version - 1} "
                              f"amendment(s), has {len(self.amendments)}")
 
 
-#: Each paper's amendment log, ``src/ntkrepro/<paper>/amendments.toml`` (package data): one
-#: ``[[<claim id>]]`` table per :class:`Amendment`, oldest first, with ``date`` (ISO), ``change``,
-#: ``why`` and a ``[<claim id>.previous]`` table (scale -> previous verdict and headline numbers).
-AMENDMENTS_FILE = "amendments.toml"
+#: Each paper's pre-registration, ``src/ntkrepro/<paper>/claims.toml`` (package data): one table
+#: ``[<claim id>]`` per claim with ``statement``, ``criterion``, ``version``, optionally ``quote``,
+#: and its amendment log, one ``[[<claim id>.amendments]]`` table per :class:`Amendment`, oldest
+#: first, each with ``date`` (ISO), ``change``, ``why`` and ``[<claim id>.amendments.previous]``
+#: (scale -> the previous criterion's verdict and headline numbers there).
+PREREGISTRATION_FILE = "claims.toml"
+_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
 
 
+def _text(where: str, table: Mapping[str, Any], key: str) -> str:
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{where}: {key} must be a non-empty string")
+    return value
+
+
+def _keys(where: str, table: Any, required: set[str], allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(table, Mapping) or not required <= set(table) or set(table) - allowed:
+        found = sorted(table) if isinstance(table, Mapping) else repr(table)
+        raise ValueError(f"{where}: keys {found}, expected {sorted(required)} and optionally "
+                         f"{sorted(allowed - required)}")
+    return table
+
+
 def _amendment(where: str, entry: Any) -> Amendment:
-    """One entry of an amendment log, checked: a table with an ISO date (YYYY-MM-DD), a non-empty
-    ``change`` and ``why``, and ``previous`` (optional) mapping scales to non-empty strings."""
-    if not isinstance(entry, Mapping):
-        raise ValueError(f"{where}: an amendment must be a [[table]], got {entry!r}")
-    if set(entry) - _AMENDMENT_KEYS or not {"date", "change", "why"} <= set(entry):
-        raise ValueError(f"{where}: keys {sorted(entry)}, expected date, change, why and optionally previous")
+    """One entry of an amendment log, checked: an ISO date (YYYY-MM-DD, a quoted string), a
+    non-empty ``change`` and ``why``, and ``previous`` (optional) mapping scales to non-empty text."""
+    entry = _keys(where, entry, {"date", "change", "why"}, _AMENDMENT_KEYS)
     date = entry["date"]
     try:
         iso = isinstance(date, str) and datetime.date.fromisoformat(date).isoformat() == date
@@ -152,42 +166,53 @@ def _amendment(where: str, entry: Any) -> Amendment:
         iso = False
     if not iso:
         raise ValueError(f"{where}: date {date!r} is not an ISO date (YYYY-MM-DD, quoted)")
-    for key in ("change", "why"):
-        if not isinstance(entry[key], str) or not entry[key].strip():
-            raise ValueError(f"{where}: {key} must be a non-empty string")
     previous = entry.get("previous", {})
-    if not isinstance(previous, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
-                                                    for k, v in previous.items()):
+    if not isinstance(previous, Mapping) or not all(isinstance(v, str) and v.strip() for v in previous.values()):
         raise ValueError(f"{where}: previous must map scales to non-empty strings")
-    return Amendment(date, entry["change"], entry["why"], dict(previous))
+    return Amendment(date, _text(where, entry, "change"), _text(where, entry, "why"), dict(previous))
+
+
+def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
+    """One claim of a pre-registration file, checked (:class:`ClaimSpec` checks the version)."""
+    table = _keys(where, table, {"statement", "criterion", "version"}, _CLAIM_KEYS)
+    version, amendments, quote = table["version"], table.get("amendments", []), table.get("quote", "")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"{where}: version must be a whole number >= 1, got {version!r}")
+    if not isinstance(amendments, list):
+        raise ValueError(f"{where}: amendments must be [[{claim_id}.amendments]] tables")
+    if not isinstance(quote, str):
+        raise ValueError(f"{where}: quote must be a string")
+    return ClaimSpec(claim_id, paper, _text(where, table, "statement"), _text(where, table, "criterion"),
+                     version=version, quote=quote,
+                     amendments=tuple(_amendment(f"{where}, amendment {i + 1}", a) for i, a in enumerate(amendments)))
 
 
 @functools.cache
-def amendment_log(paper: str) -> dict[str, tuple[Amendment, ...]]:
-    """The amendment log of ``paper`` (:data:`AMENDMENTS_FILE` in its sub-package): claim id ->
-    its amendments, oldest first; empty when the paper has no log. Every entry is checked
-    (:func:`_amendment`) and every claim id must carry the paper's prefix."""
+def preregistration(paper: str) -> dict[str, ClaimSpec]:
+    """The claims pre-registered for ``paper`` in its :data:`PREREGISTRATION_FILE`, in file order:
+    claim id -> :class:`ClaimSpec` (without ``evaluate``; :func:`register` adds it). Every claim id
+    must carry the paper's prefix; every field is checked."""
     if paper not in PAPERS:
         raise ValueError(f"unknown paper {paper!r}")
-    res = importlib.resources.files(f"ntkrepro.{paper}").joinpath(AMENDMENTS_FILE)
+    res = importlib.resources.files(f"ntkrepro.{paper}").joinpath(PREREGISTRATION_FILE)
+    where = f"ntkrepro/{paper}/{PREREGISTRATION_FILE}"
     if not res.is_file():
-        return {}
-    where = f"ntkrepro/{paper}/{AMENDMENTS_FILE}"
-    raw = tomllib.loads(res.read_text(encoding="utf-8"))
-    log: dict[str, tuple[Amendment, ...]] = {}
-    for claim_id, entries in raw.items():
+        raise FileNotFoundError(f"{where}: no pre-registration file")
+    specs: dict[str, ClaimSpec] = {}
+    for claim_id, table in tomllib.loads(res.read_text(encoding="utf-8")).items():
         if not re.fullmatch(rf"{PAPERS[paper].claim_prefix}\d+", claim_id):
             raise ValueError(f"{where}: {claim_id!r} is not a claim id of {paper}")
-        if not isinstance(entries, list):
-            raise ValueError(f"{where}: {claim_id} must be a list of [[{claim_id}]] tables")
-        log[claim_id] = tuple(_amendment(f"{where}, {claim_id} entry {i + 1}", e) for i, e in enumerate(entries))
-    return log
+        specs[claim_id] = _claim_spec(f"{where}, {claim_id}", claim_id, paper, table)
+    return specs
 
 
-def load_amendments(paper: str, claim_id: str) -> tuple[Amendment, ...]:
-    """The amendments of ``claim_id`` from ``paper``'s amendment log, oldest first (``()`` if none),
-    for its :class:`ClaimSpec`."""
-    return amendment_log(paper).get(claim_id, ())
+def load_claim_spec(paper: str, claim_id: str) -> ClaimSpec:
+    """The :class:`ClaimSpec` of ``claim_id`` as pre-registered in ``paper``'s
+    :data:`PREREGISTRATION_FILE`, for ``@register(load_claim_spec(PAPER, "X1"))``."""
+    try:
+        return preregistration(paper)[claim_id]
+    except KeyError:
+        raise KeyError(f"claim {claim_id} is not pre-registered in ntkrepro/{paper}/{PREREGISTRATION_FILE}") from None
 
 
 _REGISTRY: dict[str, ClaimSpec] = {}

@@ -58,8 +58,10 @@ rule claim_evaluation:
     params:
         scale=SCALE,
         config_hash=CONFIG_HASH,
-        # the criterion lives in the paper's claims module (and the modules it imports)
-        code=lambda wc: code_hash("ntkrepro.ledger", f"ntkrepro.{CLAIMS[wc.claim]['paper']}.claims"),
+        # the criterion lives in the paper's claims module (and the modules it imports); its text,
+        # version and amendments in the paper's pre-registration claims.toml beside it
+        code=lambda wc: code_hash("ntkrepro.ledger", f"ntkrepro.{CLAIMS[wc.claim]['paper']}.claims",
+                                  files=[SRC / CLAIMS[wc.claim]["paper"] / "claims.toml"]),
     conda:
         CONDA_ENV
     shell:

@@ -1,9 +1,8 @@
 """Criteria of Arda, Cayci, Eryilmaz (2026), claims A1-A5 (CLAIMS.md, "How a criterion is written").
 
-Each function applies exactly the criterion text registered with it; amendments made after results
-were seen are logged in ``amendments.toml`` beside this module (read into each
-:class:`~ntkrepro.ledger.ClaimSpec`). Inputs are the aggregated
-results files (``A1_width_scaling``, ``A2_sample_size``, ``A3_sequence_length``,
+Each function applies exactly the criterion text registered with it, pre-registered with the
+claim's statement, version and amendments (changes made after results were seen) in
+``claims.toml`` beside this module. Inputs are the aggregated results files (``A1_width_scaling``, ``A2_sample_size``, ``A3_sequence_length``,
 ``A4_lag_forecasting``, ``A5_attention_share``). Decisions use :mod:`ntkrepro.stats`
 (equivalence with a stated margin, one-sided bounds); every undecided part carries a power line.
 
@@ -18,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, one_result, register, verdict_of
+from ntkrepro.ledger import Evaluation, Results, load_claim_spec, one_result, register, verdict_of
 from ntkrepro.stats import Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
 
 PAPER = "arda2026"
@@ -81,23 +80,7 @@ A1_MARGIN = (-0.65, -0.35)
 A1_METRICS = ("min_train_loss", "approx_error", "lin_error")
 
 
-@register(ClaimSpec(
-    "A1", PAPER,
-    "Training loss, approximation error and linearisation error each decay like m^{-1/2} in the width m: "
-    "\"Fitted slopes are consistent with the predicted m^{-1/2} decay\" (Fig. 1 caption; d=8, T=16, n=5000, "
-    "widths 8..256, 4000 projected-GD steps, rho=3, seeds 1-10).",
-    "On the authors' teacher (diagonal logits; Fig. 1 was produced with it), each seed being one teacher draw "
-    "with its own student initialisation as in the authors' script: for each of the three metrics (minimum "
-    "training loss over the GD steps, approximation error = max over the n inputs of |width-m transported "
-    "linear model - teacher|, linearisation error at the worst perturbation found on the projection ball's "
-    "edge), each seed's OLS slope of log metric vs log m, their mean with a 95% t-interval over seeds. A metric "
-    "holds if its interval lies inside [-0.65, -0.35] (equivalence around -1/2), is refuted if its interval "
-    "lies wholly outside that margin, and is undecided otherwise. Reproduced if all three hold; not reproduced "
-    "if any is refuted; otherwise inconclusive (power line per undecided metric, size = seeds). The paper's "
-    "teacher (full W_k) is run on the same seeds and reported beside it with its own slopes; it does not enter "
-    "the verdict.",
-    version=3,
-))
+@register(load_claim_spec(PAPER, "A1"))
 def evaluate_a1(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A1_width_scaling")
     head = r["headline_kind"]
@@ -145,21 +128,7 @@ def evaluate_a1(results: Results, scale: str) -> Evaluation:
 A2_MARGIN = (-0.5, 0.5)
 
 
-@register(ClaimSpec(
-    "A2", PAPER,
-    "\"The width required for nonasymptotic guarantees scales only logarithmically with the sample size n\" "
-    "(abstract).",
-    "On the authors' teacher (diagonal logits), each seed one teacher draw on max(n) inputs, the smaller n "
-    "being nested subsets: error = approximation error of the width-m transported linear model (max over the "
-    "n inputs, the term through which n enters the bound). Target = median error at the smallest n and the "
-    "geometric middle width; m*(n) from the per-n power law of median error vs m; p = log-log slope of m* vs "
-    "n, 95% bootstrap interval over teacher draws (resampled jointly for every n and width). Holds if p's "
-    "interval lies inside [-0.5, 0.5] (no polynomial growth like sqrt(n) or faster, and no spurious shrinking); "
-    "refuted if it lies wholly above 0.5 (or wholly below -0.5); undecided otherwise or if fewer than half the "
-    "bootstrap resamples give a finite m* at every n. The fits m* = a log n + b and m* = C n^p (residual sums "
-    "of squares, share of resamples in which the log fit is better) are reported as description.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "A2"))
 def evaluate_a2(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A2_sample_size")
     head = r["headline_kind"]
@@ -198,22 +167,7 @@ def evaluate_a2(results: Results, scale: str) -> Evaluation:
 A3_BOUND = 0.1
 
 
-@register(ClaimSpec(
-    "A3", PAPER,
-    "\"The optimization error is independent of the sequence length T. This contrasts sharply with recurrent "
-    "architectures, where the optimization error can grow exponentially with T\" (abstract).",
-    "On the authors' teacher (diagonal logits), whose transport-map norm bound nu is the same for every T: at "
-    "each T, several teacher draws x several student seeds, projected GD as in A1 at fixed m and n; the "
-    "measured quantity is the ABSOLUTE minimum training loss (the bound controls it through nu, rho, m). Slope "
-    "b of log(mean loss over teachers and seeds) vs log T with a 95% hierarchical-bootstrap interval (teacher "
-    "draws, then seeds within each teacher, at every T). One-sided (the claim is that the loss does not grow "
-    "with T; falling is consistent): reproduced if the upper bound <= +0.1; not reproduced if the lower bound "
-    "> +0.1; inconclusive otherwise (power line, size = teacher draws per T). Loss divided by the variance of "
-    "the teacher's labels (which itself changes with T at fixed nu), the label variance and the loss relative "
-    "to the initial loss are reported as description, not judged; so are the paper's teacher and the IndRNN "
-    "contrast (same data, same projected GD) where they ran.",
-    version=3,
-))
+@register(load_claim_spec(PAPER, "A3"))
 def evaluate_a3(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A3_sequence_length")
     head = r["headline_kind"]
@@ -255,22 +209,7 @@ def evaluate_a3(results: Results, scale: str) -> Evaluation:
 A4_MARGIN = 0.15
 
 
-@register(ClaimSpec(
-    "A4", PAPER,
-    "On lag-L forecasting the transformer's minimum validation MSE stays flat as L grows while IndRNN's grows, "
-    "and IndRNN's recurrent gradient norms blow up: \"Performance comparison of IndRNN and Transformer "
-    "architectures with varying time lag L\" (Fig. 2), \"favorable comparisons to IndRNNs on long-range "
-    "dependency tasks\" (summary).",
-    "Delta = (slope of median min-validation-MSE vs L) x (L_max - L_min), 95% bootstrap interval over seeds "
-    "(each (L, seed) its own series and initialisation; seeds resampled at every L), in standardised-MSE "
-    "units; both models with the pairwise-symmetric initialisation (f(theta_0) = 0). Three parts: (1) "
-    "transformer flat: equivalence, Delta's interval inside [-0.15, 0.15] holds, wholly outside refutes; (2) "
-    "IndRNN error grows: one-sided, Delta's interval above 0.15 holds, wholly below 0 refutes; (3) IndRNN "
-    "gradients blow up: one-sided, the log-log slope of the block-max gradient norm of u vs L has its interval "
-    "above 0 (holds) or wholly below 0 (refutes). Reproduced if all hold; not reproduced if any is refuted; "
-    "otherwise inconclusive (power line per undecided part, size = seeds per L).",
-    version=3,
-))
+@register(load_claim_spec(PAPER, "A4"))
 def evaluate_a4(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A4_lag_forecasting")
     span = max(r["L_values"]) - min(r["L_values"])
@@ -311,18 +250,7 @@ def evaluate_a4(results: Results, scale: str) -> Evaluation:
 A5_FLOOR, A5_SLOPE = 0.01, 0.1
 
 
-@register(ClaimSpec(
-    "A5", PAPER,
-    "The transformer NTK has a nonzero attention (W) component beside the value (U) component: the paper "
-    "\"derives a Transformer NTK decomposition including a nonzero attention component\" (summary; Lemma 1).",
-    "Attention share tr K_W / tr K of the empirical NTK at initialisation, per width; each seed draws its own "
-    "initialisation and its own inputs (independent across widths). Part (1) nonzero: one-sided, the 95% "
-    "bootstrap interval over seeds lies above 0.01 at every width (holds); refuted if at the largest width it "
-    "lies wholly below 0.01. Part (2) stable: equivalence, the log-log slope of the mean share vs width "
-    "(bootstrap over seeds) has its interval inside [-0.1, 0.1] (holds), wholly outside refutes. Reproduced if "
-    "both hold; not reproduced if either is refuted; otherwise inconclusive (power line, size = seeds).",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "A5"))
 def evaluate_a5(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A5_attention_share")
     cis = [_interval(c) for c in r["metrics"]["attention_share"]["ci"]]

@@ -1,11 +1,11 @@
 """Pre-registered criteria of the framework paper (seed 000), claims F1-F6.
 
-Each ``evaluate_*`` applies exactly the ``criterion`` text of its claim to the results files (keyed
+Each ``evaluate_*`` applies exactly the ``criterion`` text of its claim (pre-registered in
+``claims.toml`` beside this module) to the results files (keyed
 by stem, looked up with :func:`ntkrepro.ledger.one_result`), with the decisions and intervals of
 :mod:`ntkrepro.stats` (CLAIMS.md, "How a criterion is written"). Bootstrap resamples and seeds come
 from the results' ``params`` (``n_boot``, ``seed``). Criteria changed after results were seen carry
-an :class:`~ntkrepro.ledger.Amendment` with the old verdicts and numbers, logged in ``amendments.toml``
-beside this module.
+an :class:`~ntkrepro.ledger.Amendment` with the old verdicts and numbers there.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats as _st
 
 from ntkrepro.framework import spectra as sp
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, Verdict, one_result, register, verdict_of
+from ntkrepro.ledger import Evaluation, Results, Verdict, load_claim_spec, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
                             equivalence, hierarchical_bootstrap, power_line, slope_statistic, spearman,
                             spearman_permutation_test)
@@ -52,24 +52,9 @@ def _power(lines) -> list[PowerLine]:
 
 
 # ---------------------------------------------------------------------------------------- F1
-@register(ClaimSpec(
-    "F1", PAPER,
-    "Linear attention Q(K^T V) (no softmax, no LayerNorm) has a closed-form NTK; the empirical NTK "
-    "matches it at large width.",
-    "Paper, Sec. 4.1: \"For a simplified transformer without layer normalization and with linear attention "
-    "(replacing softmax with identity), we can derive a closed-form expression for the NTK.\" Closed form "
-    "Theta_ss' = 4 K_ss' ||K||_F^2 (K = X X'^T/d, d^-1/2 logits, untied Q/K). Parts: (a) it equals "
-    "neural-tangents' analytic IDENTITY-attention NTK to max relative error <= 1e-10 (fp64), else refuted; "
-    "(b) the log-log slope of the median (over seeds) relative Frobenius error of the empirical NTK vs width, "
-    "95% bootstrap interval over seeds: holds if the interval lies wholly at or below 0, refuted if wholly "
-    "above 0; (c) the median relative error at the largest width, 95% bootstrap interval over seeds: holds "
-    "if the whole interval is <= 0.10 (never refutes: a larger error at a finite width with a falling "
-    "slope is undecided). Reproduced iff all parts hold; not reproduced iff (a) or (b) is refuted; "
-    "otherwise inconclusive with a power line.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "F1"))
 def evaluate_f1(results: Results, scale: str) -> Evaluation:
-    """Apply the F1 criterion (the ClaimSpec text) to ``F1_linear_attention`` results."""
+    """Apply the F1 criterion (claims.toml) to ``F1_linear_attention`` results."""
     r = one_result(results, "F1_linear_attention")
     b = _boot(r)
     widths = np.asarray(r["widths"], float)
@@ -115,28 +100,9 @@ def _slope(widths, values, b, center=np.mean) -> Interval:
     return bootstrap_slope(np.asarray(widths, float), np.asarray(values, float), log=True, center=center, **b)
 
 
-@register(ClaimSpec(
-    "F2", PAPER,
-    "The deviation of a finite transformer from infinite-width (kernel-regime) behaviour scales as O(1/W); "
-    "width < 512 deviates, width > 2048 agrees.",
-    "Paper, Sec. 4.4: \"the deviation from infinite-width behavior scales as O(1/W). This suggests that very "
-    "wide transformers operate in the kernel regime\"; Sec. 4.5.1: \"We compare NTK predictions with actual "
-    "transformer training dynamics on synthetic tasks\". Measured quantity: the seed mean (seed = "
-    "initialisation and data draw) of the relative gap ||f_T - f_T^lin|| / ||f_T^lin - f_0|| between the "
-    "trained network and its linearised model from the same initialisation after the same T full-batch GD "
-    "steps (NTK parameterisation, training and test inputs together), for a block with smooth "
-    "nonlinearities only (softmax attention with tied d^-1 logits, LayerNorm, GELU feed-forward). Fit "
-    "log mean_seeds(gap) = a + b log W; 95% bootstrap interval of b over seeds. Reproduced iff the interval "
-    "lies inside [-1.25, -0.75]; not reproduced iff it lies wholly outside; otherwise inconclusive with a "
-    "power line. Reported, not judged: the mean squared initial NTK deviation E||Theta_W - "
-    "Theta_inf||^2/||Theta_inf||^2 and the relative NTK movement during training (both O(1/W) in theory), one "
-    "draw's ||Theta_W - Theta_inf||/||Theta_inf|| (a fluctuation, O(W^-1/2)), a ReLU feed-forward variant "
-    "where run, and the gap at the paper's widths 256/512/2048/4096 (descriptive: the paper's tasks and "
-    "'agreement' level are unspecified).",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "F2"))
 def evaluate_f2(results: Results, scale: str) -> Evaluation:
-    """Apply the F2 criterion (the ClaimSpec text) to ``F2_kernel_regime`` results."""
+    """Apply the F2 criterion (claims.toml) to ``F2_kernel_regime`` results."""
     r = one_result(results, "F2_kernel_regime")
     b = _boot(r)
     widths = np.asarray(r["widths"], float)
@@ -178,25 +144,9 @@ def evaluate_f2(results: Results, scale: str) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------- F3
-@register(ClaimSpec(
-    "F3", PAPER,
-    "The transformer NTK eigenspectrum over positions shows low-frequency dominance, attention-induced "
-    "coupling between positions, and positional bias with sinusoidal encodings.",
-    "Paper, Sec. 4.2: \"transformer NTKs exhibit a characteristic eigenspectrum with: 1. Low-frequency "
-    "dominance [...] 2. Attention-induced coupling: Off-diagonal structure creates dependencies between "
-    "positions 3. Positional bias: Eigenvalues vary with relative positions due to positional encodings\". "
-    "Infinite-width NTK position kernels Theta(x,x) (S x S) of the block with sinusoidal encodings, on "
-    "Gaussian-token sequences; 95% bootstrap intervals over sequences. (a) low-frequency dominance: share of "
-    "the leading eigenvector's (of the mean kernel) Fourier energy at frequencies <= S/8 cycles minus that of "
-    "a white vector; (b) coupling: per-sequence off-diagonal Frobenius fraction with attention minus without "
-    "attention (same block, attention sub-layer removed); (c) positional bias: std over distances |s-t| of the "
-    "mean kernel's distance profile with encodings minus without. Each part holds if its interval lies "
-    "wholly above 0 and is refuted if wholly below 0. Reproduced iff all three hold; not reproduced iff any "
-    "is refuted; otherwise inconclusive with a power line.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "F3"))
 def evaluate_f3(results: Results, scale: str) -> Evaluation:
-    """Apply the F3 criterion (the ClaimSpec text) to ``F3_positions`` + ``F3_position_kernels``."""
+    """Apply the F3 criterion (claims.toml) to ``F3_positions`` + ``F3_position_kernels``."""
     r = one_result(results, "F3_positions")
     k = one_result(results, "F3_position_kernels")
     b = _boot(r)
@@ -231,22 +181,9 @@ def evaluate_f3(results: Results, scale: str) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------- F4
-@register(ClaimSpec(
-    "F4", PAPER,
-    "The correlation between attention patterns of trained transformers and NTK eigenvector predictions "
-    "increases with width.",
-    "Paper, Sec. 4.5.2: \"We analyze attention patterns in trained transformers and compare them with NTK "
-    "eigenvector predictions. The correlation between predicted and observed patterns increases with model "
-    "width\". Blocks trained at several widths W (seed = initialisation and data draw) on a synthetic sequence "
-    "task; per test sequence a, r = Pearson correlation over the off-diagonal entries s < t between the "
-    "symmetrised head-averaged trained attention of a and the rank-k reconstruction of the infinite-width NTK "
-    "position kernel Theta(x_a, x_a) from its k leading eigenvectors. Fit mean(r) = c + b log2 W; 95% "
-    "hierarchical bootstrap interval of b (outer: seeds, inner: test sequences). Reproduced iff the interval "
-    "lies wholly above 0; not reproduced iff wholly below 0; otherwise inconclusive with a power line.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "F4"))
 def evaluate_f4(results: Results, scale: str) -> Evaluation:
-    """Apply the F4 criterion (the ClaimSpec text) to ``F4_attention`` results."""
+    """Apply the F4 criterion (claims.toml) to ``F4_attention`` results."""
     r = one_result(results, "F4_attention")
     b = _boot(r)
     widths = np.asarray(r["widths"], float)
@@ -277,22 +214,9 @@ def evaluate_f4(results: Results, scale: str) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------- F5
-@register(ClaimSpec(
-    "F5", PAPER,
-    "GPT-style (causal) and BERT-style (bidirectional) transformers differ in NTK structure.",
-    "Paper, abstract: \"Our theoretical framework is validated through extensive empirical analysis on various "
-    "transformer architectures, including GPT-style autoregressive models and BERT-style bidirectional "
-    "encoders\"; Sec. 4.2 defines the NTK over positions. Empirical NTK position kernels at one finite width of "
-    "the same block and the same weights with a causal vs bidirectional mask (no infinite-width causal kernel "
-    "exists in neural-tangents), per (seed, sequence): entropy effective rank. Mean paired difference causal - "
-    "bidirectional with a 95% hierarchical bootstrap interval (outer: seeds, inner: sequences); margin m = 5% "
-    "of the bidirectional mean effective rank. Reproduced iff the interval lies wholly outside [-m, m] (a "
-    "difference larger than the margin); not reproduced iff it lies wholly inside [-m, m] (equivalent); "
-    "otherwise inconclusive with a power line.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "F5"))
 def evaluate_f5(results: Results, scale: str) -> Evaluation:
-    """Apply the F5 criterion (the ClaimSpec text) to ``F5_masking`` results."""
+    """Apply the F5 criterion (claims.toml) to ``F5_masking`` results."""
     r = one_result(results, "F5_masking")
     b = _boot(r)
     causal = np.asarray(r["eff_rank_causal"], float)          # (n_seeds, n_seq)
@@ -353,29 +277,9 @@ def _variants_needed(rho: float, n: int, alpha: float = F6_ALPHA, cap: int = 10_
     return float("inf")
 
 
-@register(ClaimSpec(
-    "F6", PAPER,
-    "Models whose NTK has higher effective rank scale better with size; the NTK moves less during training as "
-    "width grows (kernel regime vs feature learning).",
-    "Paper, Sec. 4.5.3: \"Models with more favorable eigenspectra (higher effective rank) demonstrate better "
-    "scaling properties\"; Sec. 4.4: \"As model width increases, the NTK approaches its infinite-width limit, "
-    "with training dynamics becoming increasingly predictable.\" (i) NTK movement: relative change "
-    "||Theta_T - Theta_0||_F/||Theta_0||_F on a probe set (the F2 runs: GELU block, widths up to the F2 "
-    "maximum); log-log slope of the seed mean vs width, 95% bootstrap interval over seeds: holds if wholly "
-    "at or below 0, refuted if wholly above 0. (ii) Operationalisation of 'scaling properties': >= 4 "
-    "architecture variants (positional encoding, LayerNorm, attention mechanism, FFN activation, attention "
-    "removed) trained at the same widths and seeds; per variant the loss-vs-width exponent e (slope of log "
-    "seed-mean test loss vs log W) and the entropy effective rank of the initial empirical NTK over positions "
-    "(Sec. 4.2's n x n kernel, mean over probe sequences and seeds) at the matched largest width; rho = "
-    "Spearman(rank, -e) across variants (no pooling over widths: width would drive both). Holds iff an exact "
-    "permutation test over the variants' pairings gives one-sided p < 0.05 for rho > 0 AND the 95% bootstrap "
-    "interval of rho over seeds lies wholly above 0; refuted iff p < 0.05 for rho < 0 AND the interval lies "
-    "wholly below 0. Reproduced iff (i) and (ii) hold; not reproduced iff either is refuted; otherwise "
-    "inconclusive with a power line.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "F6"))
 def evaluate_f6(results: Results, scale: str) -> Evaluation:
-    """Apply the F6 criterion (the ClaimSpec text) to ``F2_kernel_regime`` + ``F6_variants`` results."""
+    """Apply the F6 criterion (claims.toml) to ``F2_kernel_regime`` + ``F6_variants`` results."""
     k = one_result(results, "F2_kernel_regime")
     v = one_result(results, "F6_variants")
     bk, bv = _boot(k), _boot(v)

@@ -1,9 +1,9 @@
 """Pre-registered criteria of Hazelden et al. (TMLR 2026), claims G1-G4.
 
-Each ``evaluate_*`` applies exactly the criterion text registered with it. Thresholds are module
-constants fixed before the results they judge were computed; a criterion changed after results
-were seen carries an :class:`~ntkrepro.ledger.Amendment` (CLAIMS.md rule 6), logged in
-``amendments.toml`` beside this module.
+Each ``evaluate_*`` applies exactly the criterion text registered with it (pre-registered in
+``claims.toml`` beside this module). Thresholds are module constants fixed before the results they
+judge were computed; a criterion changed after results were seen carries an
+:class:`~ntkrepro.ledger.Amendment` there (CLAIMS.md rule 6).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, Verdict, decide, one_result, register, verdict_of
+from ntkrepro.ledger import Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
                             spearman_ci, stratified_spearman_ci)
 
@@ -44,6 +44,7 @@ G4_CHECK_TOL = 1e-8                        # core-assembled GeNTK vs autodiff (v
 G4_MIN_SEEDS = 5                           # fewer seeds: the bootstrap over seeds is not trusted (undecided)
 G4_N_BOOT = 2000
 
+#: Where G4 comes from (also stated in G4's pre-registered statement, claims.toml).
 G4_SOURCE = ("the authors' library example (kpflow examples/transformer_validation/main.py, in older commits "
              "of github.com/meeree/kpflow) and an earlier version of the abstract; the abstract of the "
              "version in ../shared/seeds does not state this claim")
@@ -76,22 +77,7 @@ def _control_line(worst: float) -> PowerLine:
 
 
 # ---------------------------------------------------------------------------------------------
-@register(ClaimSpec(
-    "G1", PAPER,
-    "The Kronecker core computed from forward-pass weight-site variables equals the core computed "
-    "by autodiff, in a self-attention transformer (d_model 64, 1 head, MLP 128, 3 layers, T=50). "
-    "Paper: 'the Kronecker core ... exact and computable from one forward pass' (CLAIMS.md, G).",
-    "For every weight site (embedding, q, k, v, o, MLP in, MLP out, readout; bias included), the "
-    "relative Frobenius error between ([V,1][V,1]^T) (x) I and J J^T (J = autodiff Jacobian of the "
-    "site's pre-activation w.r.t. its weight and bias at fixed state) on all (sample, time) rows "
-    "and the selected output units. Reproduced if the maximum over sites is <= 1e-10 in float64 "
-    "AND <= 1e-5 in float32 AND every site's negative control (row-permuted V) differs from J J^T by "
-    ">= 1e-3; not reproduced if either maximum exceeds its tolerance; inconclusive if a site kind is "
-    "missing or a control does not discriminate.",
-    version=2,
-    quote=('Paper, abstract: "we prove a universal Kronecker-core theorem showing that K admits an exact, '
-           'forward-pass-computable form given by the Gram matrix of weight-site variables"'),
-))
+@register(load_claim_spec(PAPER, "G1"))
 def evaluate_g1(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G1_")
     measured: dict[str, Any] = {}
@@ -134,21 +120,7 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------------
-@register(ClaimSpec(
-    "G2", PAPER,
-    "The Kronecker core from forward-pass weight-site variables equals the autodiff core on "
-    "Pythia-410M (GPTNeoX, 24 layers), per layer.",
-    "For every weight site (attention.query_key_value, attention.dense, mlp.dense_h_to_4h, "
-    "mlp.dense_4h_to_h) of every layer, the float32 relative Frobenius error between the "
-    "forward-pass core and J J^T on the selected tokens x output units. Reproduced if every site of "
-    "every layer is present, its error is <= 1e-5 and its negative control (row-permuted V) differs "
-    "from J J^T by >= 1e-3; not reproduced if any site's error exceeds 1e-5; inconclusive if a layer "
-    "or site kind is missing or a control does not discriminate. Whether the weights were "
-    "pretrained or randomly initialised is recorded.",
-    version=2,
-    quote=('Paper, abstract: "we validate the main theorems in a self-attention transformer and a pretrained '
-           'Pythia transformer language model with 410 million parameters"'),
-))
+@register(load_claim_spec(PAPER, "G2"))
 def evaluate_g2(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G2_")
     sites = r["sites"]
@@ -202,32 +174,7 @@ def _key(u: dict[str, Any]) -> str:
     return f"{u['model']}_s{u['scale']:.3g}"
 
 
-@register(ClaimSpec(
-    "G3", PAPER,
-    "'[We] formalize notions of low-rank, biased learning in terms of reduced spatial or temporal ranks "
-    "of the full operator ... [this] explains why some RNN initializations yield better learning, while "
-    "some plateau, by biasing the GeNTK' (abstract): some initialisations make the GeNTK low-rank, and "
-    "those learn worse or plateau. (It does not say that every initialisation is low-rank.)",
-    "RNN and GRU on flip-flop inputs, initial scale g of the recurrent weights (N(0, g^2/H)) swept "
-    "log-spaced over >= 2 decades, several seeds (each seed: its own weight draw and data, shared by "
-    "all scales). At initialisation: participation ratio PR = (sum lambda)^2 / sum lambda^2 (kpflow's "
-    "effective dimension) and entropy rank of the GeNTK Theta_h on the hidden states of the kernel "
-    "sequences (dimension N = sequences x T x H), and of kpflow's partial-averaged spatial and "
-    "temporal operators (reported). Learning: loss ratio = final / initial training loss of "
-    "full-batch GD (final = mean of the last 10% of steps); a run diverged if a loss is non-finite or "
-    "> 10x the initial, and is excluded from the correlation. (a) low rank: for at least one (model, "
-    "scale) the Student-t interval over seeds of mean PR/N, at the simultaneous level 1 - 0.05/C "
-    "(Bonferroni over the C initialisations), lies wholly at or below 0.1 (holds); refuted if for "
-    "every (model, scale) it lies wholly above 0.1. (b) lower initial rank goes with worse "
-    "learning, within a model: the Spearman correlation between PR and the loss ratio over the "
-    "non-diverged runs of each model (models with >= 4 such runs), averaged over the models, with a "
-    "95% percentile bootstrap that resamples runs within each model "
-    "(ntkrepro.stats.stratified_spearman_ci); holds if the upper end is <= 0, refuted if the lower "
-    "end is > 0; undecided with fewer than 10 non-diverged runs. The pooled correlation is reported, "
-    "not judged. Reproduced if (a) and (b) hold; not reproduced if either is refuted; inconclusive if more than a third of the runs diverged, otherwise inconclusive with a "
-    "power line.",
-    version=4,
-))
+@register(load_claim_spec(PAPER, "G3"))
 def evaluate_g3(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G3_")
     runs = r["runs"]
@@ -324,25 +271,7 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
 
 
 # ---------------------------------------------------------------------------------------------
-@register(ClaimSpec(
-    "G4", PAPER,
-    "The self-attention transformer's GeNTK is low-rank: its temporal effective rank is bounded by the "
-    f"input's effective dimension. Source: {G4_SOURCE}.",
-    "kpflow's example: GeNTK of the internal states (all weight-site variables V, i.e. J_V J_V^T), "
-    "partial-averaged over the feature axis (kpflow ntk.partial_avg(-1)): an operator on (sample, "
-    "time) points. Inputs x = A z with z in R^k (k swept, A shared by the batch). Per model seed and "
-    "k: PR_x = participation ratio of the centred input covariance over (sample, time) rows (kpflow's "
-    "effdim) and PR_time = participation ratio of the partial-averaged temporal GeNTK. (a) bound, "
-    "slack stated in advance: for every k, the seed-mean of PR_time - (1.25 PR_x + 1) with its "
-    "Student-t interval over seeds at the simultaneous level 1 - 0.05/K (Bonferroni over the K values "
-    "of k); holds if every upper end <= 0, refuted if any lower end > 0. "
-    "(b) trend: Spearman(PR_x, PR_time) over all (seed, k), bootstrap over seeds; holds if the lower "
-    "end > 0, refuted if the upper end < 0. Both undecided with fewer than 5 seeds. Validity: the internal-state GeNTK assembled from "
-    "forward-pass Kronecker cores must equal plain autodiff J J^T to 1e-8, else inconclusive. "
-    "Reproduced if (a) and (b) hold; not reproduced if either is refuted; otherwise inconclusive with "
-    "a power line. The output-state GeNTK and Fourier-feature inputs are reported, not judged.",
-    version=2,
-))
+@register(load_claim_spec(PAPER, "G4"))
 def evaluate_g4(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G4_")
     rows = r["rows"]

@@ -2,7 +2,8 @@ r"""Pre-registered criteria of Hron, Bahri, Sohl-Dickstein, Novak (ICML 2020), c
 
 Every criterion of the paper lives here (the topic modules :mod:`.gaussianity`,
 :mod:`.average_pooling`, :mod:`.convergence`, :mod:`.cifar10`, :mod:`.finite_nets` and :mod:`.imdb`
-only compute). Each ``evaluate_hN(results, scale)`` applies exactly the criterion text registered
+only compute; the claims' statements and criterion texts are pre-registered in ``claims.toml``
+beside this module). Each ``evaluate_hN(results, scale)`` applies exactly the criterion text registered
 with it, follows the six rules of ``CLAIMS.md`` ("How a criterion is written"), takes every
 statistic from :mod:`ntkrepro.stats` and looks results up with :func:`ntkrepro.ledger.one_result`.
 
@@ -10,9 +11,8 @@ Quotes: the paper's full text is not available offline. Sentences marked *abstra
 from the arXiv abstract; the others are the wording of the cited section in the seed summary
 (``../shared/seeds``), which the criteria quote as the paper's statement.
 
-Amendments (CLAIMS.md rule 6) record every change made after results were seen, with the verdict
-and headline numbers of the previous criterion at each scale where it ran; they are logged in
-``amendments.toml`` beside this module.
+Amendments (CLAIMS.md rule 6, in ``claims.toml``) record every change made after results were
+seen, with the verdict and headline numbers of the previous criterion at each scale where it ran.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ import numpy as np
 
 from ntkrepro.hron2020.cifar10 import h4_substitutes
 from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
-from ntkrepro.ledger import ClaimSpec, Evaluation, Results, one_result, register, verdict_of
+from ntkrepro.ledger import Evaluation, Results, load_claim_spec, one_result, register, verdict_of
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
                             powerlaw_wls_fit)
 
 PAPER = "hron2020"
-ABSTRACT_H = ("abstract: \"unlike single-head attention, which induces non-Gaussian behaviour, multi-head attention "
-              "architectures behave as GPs as the number of heads tends to infinity\"")
 
 
 def _power(lines: Sequence[PowerLine | None]) -> list[PowerLine]:
@@ -46,34 +44,10 @@ def _fmt(iv: Interval, digits: int = 3) -> str:
 #: Equivalence band of the heads-law slope d log(kurtosis) / d log(heads) around the predicted -1.
 H1_BAND = (-1.25, -0.75)
 
-_H1 = ClaimSpec(
-    id="H1",
-    paper=PAPER,
-    statement=("At initialisation under d^-1/2 scaling, single-head attention output is non-Gaussian "
-               "(a scale mixture) at d=1000; with many heads (100) it matches a Gaussian."),
-    criterion=(
-        f"Paper, {ABSTRACT_H}; Fig. 1: d^-1/2 scaling, d=1000, one head against 100 heads. Measured: one output "
-        "coordinate of the attention layer at initialisation for fixed inputs, over independent weight draws at "
-        "every head count H (draws independent across head counts). Heads are i.i.d. given the inputs, so the "
-        "output's excess kurtosis must fall as kappa_H = kappa_1 / H (the heads law). "
-        "(a) One head is non-Gaussian: the 95% bootstrap interval of the 1-head excess kurtosis lies above 0 "
-        "(refuted if it lies below 0). "
-        "(b) The heads law: fit kappa_H = a * H^b by weighted least squares on the kurtosis values themselves, not "
-        "their logarithms -- so the tiny, possibly negative, sample kurtosis at many heads enters as measured, with "
-        "its own uncertainty -- with weights 1/SD^2 of each head count's bootstrap replicates and b profiled on "
-        "[-4, 2]; the 95% interval of b is the percentile interval of the fits to the bootstrap replicates (draws "
-        "resampled in blocks, independently per head count). Holds iff the interval lies inside [-1.25, -0.75]; "
-        "refuted iff it lies wholly outside. "
-        "Reproduced iff (a) and (b) hold; not reproduced iff either is refuted; otherwise inconclusive. The "
-        "kurtosis and the KS distance to the equal-variance Gaussian at the largest head count are reported, not "
-        "judged (the heads law fixes how close to Gaussian 100 heads are: kappa_1/100)."),
-    version=3,
-)
 
-
-@register(_H1)
+@register(load_claim_spec(PAPER, "H1"))
 def evaluate_h1(results: Results, scale: str) -> Evaluation:
-    """Apply the H1 criterion (the ClaimSpec text) to ``H1_gaussianity`` results."""
+    """Apply the H1 criterion (claims.toml) to ``H1_gaussianity`` results."""
     r = one_result(results, "H1_gaussianity")
     rows = sorted(r["per_heads"], key=lambda row: row["heads"])
     if rows[0]["heads"] != 1:
@@ -121,30 +95,10 @@ def evaluate_h1(results: Results, scale: str) -> Evaluation:
 #: "Reduces to GAP": the NNGP distance to the GAP network's NNGP at the largest d must lie below this.
 H2_GAP_DISTANCE = 0.1
 
-_H2 = ClaimSpec(
-    id="H2",
-    paper=PAPER,
-    statement=("Under d^-1 scaling, attention coefficients converge to a constant as d grows: the layer "
-               "reduces to global average pooling (no initialisation avoids this)."),
-    criterion=(
-        "Paper, Sec. 3: \"Under d^-1 scaling, attention coefficients converge uniformly, making the resulting kernel "
-        "equivalent to global average pooling\"; \"no attention-coefficient initialization avoids reduction to "
-        "average pooling\". Measured for fixed synthetic inputs over independent weight draws at each key/query "
-        "dimension d (independent query and key weights, logits divided by d): the spread of the attention weights "
-        "around uniform, and the relative Frobenius distance between the attention->GAP network's NNGP and "
-        "neural-tangents' GAP NNGP. Fit the OLS slopes of log(spread) and log(distance) on log d, with 95% "
-        "t-intervals (draws at different d are independent; the scatter about the line carries their noise). "
-        "Reproduced iff both slopes' intervals lie wholly below 0 (one-sided: both shrink as d grows) and the 95% "
-        "bootstrap interval (over draws) of the distance at the largest d lies wholly below 0.1. Not reproduced iff "
-        "either slope's interval lies wholly at or above 0. Otherwise inconclusive. (The paper implies a spread "
-        "slope of -1/2; reported, not required.)"),
-    version=2,
-)
 
-
-@register(_H2)
+@register(load_claim_spec(PAPER, "H2"))
 def evaluate_h2(results: Results, scale: str) -> Evaluation:
-    """Apply the H2 criterion (the ClaimSpec text) to ``H2_average_pooling`` results."""
+    """Apply the H2 criterion (claims.toml) to ``H2_average_pooling`` results."""
     r = one_result(results, "H2_average_pooling")
     rows = sorted(r["per_d"], key=lambda row: row["d"])
     d = np.array([row["d"] for row in rows], float)
@@ -198,29 +152,9 @@ def h3_slope(rows: Sequence[Mapping[str, Any]], kernel: str) -> Interval:
                     f"OLS t-interval over {len(y)} independent (width, replicate) estimates")
 
 
-_H3 = ClaimSpec(
-    id="H3",
-    paper=PAPER,
-    statement="Finite networks' empirical NNGP/NTK converge to the analytic kernels as width/heads grow.",
-    criterion=(
-        "Paper, App. A: \"Kernel-matrix distances compare empirical and theoretical covariance matrices using the "
-        "logarithm of their reported distance measure\", on the training set; claim: the empirical NNGP/NTK of "
-        "finite attention networks converge to the analytic kernels as width and heads grow. Measured: relative "
-        "Frobenius distance between a Monte Carlo empirical kernel (mean over n_samples independent "
-        "initialisations) and neural-tangents' analytic kernel, n_replicates independent estimates per width, on "
-        "fixed CIFAR-10 training images. For the NNGP and the NTK separately: OLS slope of log(distance) on "
-        "log(width) over all (width, replicate) estimates -- each an independent unit -- with its 95% t-interval "
-        "(n_widths x n_replicates - 2 degrees of freedom). Reproduced iff both intervals lie wholly below 0 "
-        "(one-sided: the distance falls with width); not reproduced iff either lies wholly at or above 0; "
-        "otherwise inconclusive. (neural-tangents' own 5% tolerance at width 1024 / 32 heads / 1024 samples is "
-        "reported at the largest width, not required.)"),
-    version=2,
-)
-
-
-@register(_H3)
+@register(load_claim_spec(PAPER, "H3"))
 def evaluate_h3(results: Results, scale: str) -> Evaluation:
-    """Apply the H3 criterion (the ClaimSpec text) to ``H3_kernel_convergence`` results."""
+    """Apply the H3 criterion (claims.toml) to ``H3_kernel_convergence`` results."""
     r = one_result(results, "H3_kernel_convergence")
     rows = sorted(r["per_width"], key=lambda row: row["width"])
     slopes = {g: h3_slope(rows, g) for g in ("nngp", "ntk")}
@@ -282,35 +216,9 @@ def h4_depth_contrast(sweep: Sequence[Mapping[str, Any]], depths: Sequence[int],
     return np.array(out)
 
 
-_H4 = ClaimSpec(
-    id="H4",
-    paper=PAPER,
-    statement=("CIFAR-10 with NNGP/NTK regression: Struct and Residual attention kernels significantly beat "
-               "Vanilla; attention beats GAP clearly and LAP moderately; best at small preceding depth except "
-               "Flatten."),
-    criterion=(
-        "Paper, Sec. 5: \"Struct and Residual attention kernels significantly outperform the Vanilla kernel\"; "
-        "\"Attention performs significantly better than GAP and moderately better than recent LAP results\"; "
-        "\"Except for Flatten, kernel choices achieve their best performance at smaller preceding depths\". "
-        "Orderings: for each kernel (NNGP, NTK) and each ordering A > B among (Struct > Vanilla), (Residual > "
-        "Vanilla), (attention > GAP), (attention > LAP) -- 'attention' = the attention family with the best "
-        "validation accuracy -- the 95% paired-bootstrap interval of test accuracy(A) - accuracy(B) over the same "
-        "test images: the ordering holds if it lies wholly above 0, is refuted if wholly below 0, else undecided. "
-        "Depth ordering: for every non-Flatten family, kernel and validation image, the mean correctness at the "
-        "two smallest swept depths minus the mean at the deeper ones (each depth at its validation-selected "
-        "diag_reg); the grand mean (a validation-accuracy difference) with a 95% crossed bootstrap that resamples "
-        "validation images and families (both kernels of a family together): holds if the interval lies above 0, "
-        "refuted if below 0, else undecided; undecided when fewer than 3 depths were swept. Results of older code "
-        "without per-image validation correctness leave the depth ordering out of the verdict (the count of "
-        "shallow selections is then reported, not judged). Reproduced iff every judged ordering holds; not "
-        "reproduced iff any is refuted; otherwise inconclusive."),
-    version=2,
-)
-
-
-@register(_H4)
+@register(load_claim_spec(PAPER, "H4"))
 def evaluate_h4(results: Results, scale: str) -> Evaluation:
-    """Apply the H4 criterion (the ClaimSpec text) to ``H4_cifar10_kernels`` results."""
+    """Apply the H4 criterion (claims.toml) to ``H4_cifar10_kernels`` results."""
     r = one_result(results, "H4_cifar10_kernels")
     measured: dict[str, Any] = {}
     parts: dict[str, Status] = {}
@@ -385,36 +293,9 @@ def h5_paired_differences(runs: Sequence[Mapping[str, Any]], better: Mapping[str
     return np.array([a[k] - b[k] for k in keys])
 
 
-_H5 = ClaimSpec(
-    id="H5",
-    paper=PAPER,
-    statement=("Finite attention networks: replacing softmax by ReLU or identity, and adding LayerNorm, improve "
-               "accuracy; identity attention with LN after the output projection is best in many settings."),
-    criterion=(
-        "Paper, abstract: \"propose modifications of the attention mechanism which lead to improved results for both "
-        "finite and infinitely wide NNs\"; Sec. 4.1: \"Both alternative attention functions and layer normalization "
-        "significantly improve finite-network performance, with identity attention and output normalization "
-        "performing best across many settings\". Measured: validation accuracy after the last Adam epoch of every "
-        "(mechanism, LayerNorm placement, seed) run; every run has its own initialisation and data order, so the "
-        "units below are independent. Exact one-sided sign-flip permutation tests of the mean paired difference "
-        "(alpha 0.05): "
-        "(1) ReLU > softmax and identity > softmax, over the (seed, LayerNorm placement) units; "
-        "(2) LN per head > no LN and LN after the output projection > no LN, over the (seed, mechanism) units; "
-        "each holds iff p(greater) < 0.05 and is refuted iff p(less) < 0.05. "
-        "(3) identity + LN after the output projection is 'best': non-inferior, by a margin of 1 accuracy point "
-        "(0.01), to the other configuration with the highest seed-mean accuracy, over the seeds: the test on "
-        "(difference + 0.01) holds iff p(greater) < 0.05, and is refuted iff p(less) < 0.05 (it trails that "
-        "configuration by more than a point; that configuration is chosen on the same runs, which favours "
-        "refutation slightly). The margin is fixed from the paper's design, not from data: 'best' = not beaten by "
-        "more than one point, about the resolution of one run on its 5,000 validation images. "
-        "Reproduced iff all five hold; not reproduced iff any is refuted; otherwise inconclusive."),
-    version=2,
-)
-
-
-@register(_H5)
+@register(load_claim_spec(PAPER, "H5"))
 def evaluate_h5(results: Results, scale: str) -> Evaluation:
-    """Apply the H5 criterion (the ClaimSpec text) to ``H5_finite_attention`` results."""
+    """Apply the H5 criterion (claims.toml) to ``H5_finite_attention`` results."""
     r = one_result(results, "H5_finite_attention")
     runs = r["runs"]
     measured: dict[str, Any] = {}
@@ -474,32 +355,11 @@ def evaluate_h5(results: Results, scale: str) -> Evaluation:
 H6_EQUIVALENCE_MARGIN = 0.02
 #: Relative tolerance of the padding-invariance check in float32.
 PAD_RTOL = 1e-4
-_H6 = ClaimSpec(
-    id="H6",
-    paper=PAPER,
-    statement=("IMDb sentiment with GloVe embeddings: Struct attention kernels beat GAP-only, are about equal to "
-               "GAP-FCN, and are not competitive with the state of the art (97.4%)."),
-    criterion=(
-        "Paper, Sec. 5: \"Struct kernels outperform GAP-only on IMDb but provide marginal benefit over GAP-FCN\"; "
-        "\"IMDb sample results are not competitive with the state of the art, which reaches up to 97.4%\". "
-        "Each family (GAP-only, GAP-FCN, Struct, CNN-GAP) is represented by its depth and kernel (NNGP/NTK) with the "
-        "best validation accuracy, diag_reg chosen on validation; the test set is the final table's (refit on its "
-        "training split) when it was run, else the selection protocol's. On the same test reviews, with 95% paired "
-        "percentile-bootstrap intervals of accuracy differences: (a) Struct beats GAP-only iff the interval of "
-        "acc(Struct)-acc(GAP-only) lies above 0 (refuted if it lies below 0); (b) Struct is about equal to GAP-FCN "
-        "iff the interval of acc(Struct)-acc(GAP-FCN) lies inside [-0.02, 0.02] -- within 2 accuracy points -- "
-        "(refuted if it lies wholly outside that band); (c) not competitive with SOTA iff every family's "
-        "test-accuracy upper bound is below 0.974 (refuted if any lower bound reaches 0.974). Reproduced iff (a), "
-        "(b), (c) all hold; not reproduced if any is refuted; otherwise inconclusive. Precondition: appending "
-        "padding changes no kernel entry by more than 1e-4 relative (else inconclusive). The diagonal jitter the "
-        "Cholesky fallback added in each family's final regression is recorded, not judged."),
-    version=2,
-)
 
 
-@register(_H6)
+@register(load_claim_spec(PAPER, "H6"))
 def evaluate_h6(results: Results, scale: str) -> Evaluation:
-    """Apply the H6 criterion (the ClaimSpec text) to ``H6_imdb`` results."""
+    """Apply the H6 criterion (claims.toml) to ``H6_imdb`` results."""
     r = one_result(results, "H6_imdb")
     final = r.get("final") or {}
     fam = final.get("families") or r["families"]           # the final table when it was run
