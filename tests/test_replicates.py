@@ -195,7 +195,11 @@ def test_disagreeing_replicates_are_marked_fragile_with_both_numbers(tmp_path):
     write_table([e0], tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex")
     md = (tmp_path / "t.md").read_text()
     assert "| stable |" in md and "FRAGILE" in md
-    assert "fragile" in (tmp_path / "t.tex").read_text()
+    tex = (tmp_path / "t.tex").read_text()
+    # the LaTeX cell names every replicate's verdict; the numbers are in the claim's subsection
+    assert "fragile: r0" in tex and "/ r1" in tex and "[" not in tex.split("fragile: r0", 1)[1].split("&", 1)[0]
+    assert ledger._stable_short("FRAGILE: r0 inconclusive (a = 1 [0, 2]) / r1 reproduced (a = 2 (b) [1, 3])") \
+        == "fragile: r0 inconclusive / r1 reproduced"
     (tmp_path / "H2.json").write_text(json.dumps(e0))
     assert check(tmp_path, ["H2"], {"H2": 2}) == []
     assert check(tmp_path, ["H2"], {"H2": 3}) == ["H2: replicates [0, 1], expected 0..2"]
@@ -262,3 +266,9 @@ def test_shard_results_read_by_an_aggregation_are_not_archives():
                                                         "../shared/data/aclImdb-subset.tar.gz": "ef" * 32}}
     e = make_entry("H2", res, scale="smoke")
     assert ledger.archives_read(e) == {"../shared/data/aclImdb-subset.tar.gz": "ef" * 32}
+
+
+def test_headline_of_a_permutation_test_shows_its_difference_and_p_values():
+    perm = {"test": "permutation (exact)", "n": 15, "mean_difference": 0.0049, "p_greater": 0.065, "p_less": 0.94}
+    assert ledger._headline({"measured": {"acc[relu] - acc[softmax]": perm}}) == \
+        "acc[relu] - acc[softmax] = 0.0049 (p> 0.065, p< 0.94, permutation (exact), n 15)"

@@ -448,6 +448,10 @@ def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
     for name, val in list(entry["measured"].items())[:max_items]:
         if isinstance(val, Mapping) and "value" in val:
             parts.append(f"{name} = {val['value']:.3g} [{val['ci_low']:.3g}, {val['ci_high']:.3g}]")
+        elif isinstance(val, Mapping) and "mean_difference" in val and "p_greater" in val:
+            # a paired permutation test (ntkrepro.stats): mean difference and both one-sided p-values
+            parts.append(f"{name} = {val['mean_difference']:.3g} (p> {val['p_greater']:.3g}, "
+                         f"p< {val['p_less']:.3g}, {val.get('test', 'test')}, n {val.get('n')})")
         elif isinstance(val, float):
             parts.append(f"{name} = {val:.3g}")
         else:
@@ -481,7 +485,9 @@ def _tex_escape(s: str) -> str:
 def _stable_short(cell: str) -> str:
     """The LaTeX table's short form of a "stable" cell (the fragile numbers are in the report text)."""
     if cell.startswith("FRAGILE"):
-        return "fragile: " + cell.split(": ", 1)[1]
+        # verdicts only ("r0 inconclusive / r1 reproduced"): the numbers are in the claim's subsection
+        reps = cell.split(": ", 1)[1].split(" / r")
+        return "fragile: " + " / r".join(r.split(" (", 1)[0] for r in reps)
     return cell
 
 
