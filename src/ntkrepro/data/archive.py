@@ -7,8 +7,10 @@ An :class:`ArchiveSpec` names an archive by its official file name, URL and chec
 
 1. an explicit ``local_path`` (from config) -- it must exist and match the checksum;
 2. otherwise ``<resources_dir>/<filename>`` if present (verified);
-3. otherwise, only when ``download=True``, the official URL is streamed into a temporary file in
-   ``resources_dir``, verified, and only then moved onto ``<resources_dir>/<filename>``
+3. otherwise, only when ``download=True``, the official URL is fetched with pooch
+   (:class:`pooch.Pooch`: sha256 checked against the pinned value, progress bar, up to
+   :data:`DOWNLOAD_RETRIES` retries) into a temporary directory in ``resources_dir``, verified
+   again (md5 as well, when given), and only then moved onto ``<resources_dir>/<filename>``
    (``os.replace``), so a failed or interrupted download never leaves a half-written archive.
 
 Every failure raises :class:`ArchiveError` naming the path(s) looked at, the expected checksum and
@@ -44,8 +46,8 @@ import os
 import pickle
 import re
 import tarfile
+import shutil
 import tempfile
-import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from dataclasses import dataclass
@@ -171,27 +173,62 @@ def verify_archive(path: PathLike, spec: ArchiveSpec, resources_dir: Path | None
     return p
 
 
+#: Further download attempts after a failed one (network error or sha256 mismatch); pooch waits
+#: 1 s, 2 s, 3 s between them.
+DOWNLOAD_RETRIES = 3
+
+_POOCH_MISMATCH = re.compile(r"does not match the known hash: expected \S+ but got ([0-9a-fA-F]+)")
+
+
 def _download(spec: ArchiveSpec, dest: Path, timeout: float) -> None:
-    """Stream ``spec.url`` into a temp file beside ``dest``, verify, then ``os.replace`` it."""
-    assert spec.url
+    """Fetch ``spec.url`` with pooch into a temp dir beside ``dest``, verify, then ``os.replace`` it.
+
+    pooch (https://www.fatiando.org/pooch) streams the file with a progress bar, checks its sha256
+    against ``spec.sha256`` and retries :data:`DOWNLOAD_RETRIES` times on a network error or a
+    mismatch; :func:`verify_archive` then checks every declared checksum (md5 too) before the file
+    reaches ``dest``. pooch's ``ValueError`` (hash mismatch) and ``requests`` errors become
+    :class:`ArchiveError` with the same messages as a local file's. pooch is imported here only,
+    so importing the data modules does not need it.
+    """
+    assert spec.url and spec.sha256
+    import pooch  # lazy: only a download needs it
+
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    tmp_path = Path(tmp)
+    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent))
+    attempts = 1 + DOWNLOAD_RETRIES
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(spec.url, timeout=timeout) as resp:  # noqa: S310
-            while block := resp.read(1 << 20):
-                out.write(block)
-        verify_archive(tmp_path, spec, dest.parent)
-        os.replace(tmp_path, dest)
+        pup = pooch.Pooch(path=tmp_dir, base_url="", registry={dest.name: f"sha256:{spec.sha256}"},
+                          urls={dest.name: spec.url}, retry_if_failed=DOWNLOAD_RETRIES)
+        if spec.url.lower().startswith(("http://", "https://")):
+            downloader = pooch.HTTPDownloader(progressbar=True, chunk_size=1 << 20, timeout=timeout)
+        else:  # ftp:// etc.: pooch's own choice (an unknown scheme raises ValueError -> ArchiveError)
+            downloader = pooch.choose_downloader(spec.url, progressbar=True)
+        got = verify_archive(pup.fetch(dest.name, downloader=downloader), spec, dest.parent)
+        os.replace(got, dest)
     except ArchiveError:
         raise
-    except Exception as err:  # network errors, HTTP errors, disk full ...
+    except ValueError as err:
+        m = _POOCH_MISMATCH.search(str(err))
+        if m is None:
+            raise _download_failed(spec, dest, err, attempts) from err
         raise ArchiveError(
-            f"{spec.name}: download of {spec.url} into {dest} failed ({err}); expected {spec.expected()}. "
+            f"{spec.name}: checksum mismatch for the download of {spec.url} ({attempts} attempts): "
+            f"expected {spec.expected()}, got sha256 {m.group(1)}. The server sent a corrupt file "
+            f"or a different version; nothing was written to {dest}. "
             f"To supply it: {_how_to_supply(spec, dest.parent)}."
         ) from err
+    except Exception as err:  # network errors, HTTP errors, disk full ...
+        raise _download_failed(spec, dest, err, attempts) from err
     finally:
-        tmp_path.unlink(missing_ok=True)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _download_failed(spec: ArchiveSpec, dest: Path, err: BaseException, attempts: int) -> ArchiveError:
+    return ArchiveError(
+        f"{spec.name}: download of {spec.url} into {dest} failed "
+        f"({type(err).__name__}: {err}; up to {attempts} attempts); expected {spec.expected()}. "
+        f"To supply it: {_how_to_supply(spec, dest.parent)}."
+    )
 
 
 def resolve_archive(spec: ArchiveSpec, *, local_path: PathLike | None = None,
