@@ -161,18 +161,13 @@ def test_build_pdf_writes_a_pdf_or_fails_naming_the_log(tmp_path):
     assert not (tmp_path / "bad.pdf").exists()
 
 
-def test_report_opens_each_claim_with_the_papers_sentence(tmp_path, monkeypatch):
+def test_report_opens_each_claim_with_the_papers_sentence(render_report):
     from ntkrepro.ledger import get_claim
 
     entry = make_entry("H2", {"H2_average_pooling": _h2_results()}, scale="smoke")
     assert entry["paper_sentence"].startswith('Paper, Sec. 3: "Under d^-1 scaling')
     assert get_claim("H2").paper_sentence() == entry["paper_sentence"]
-    claims = tmp_path / "results" / "claims"
-    claims.mkdir(parents=True)
-    write_table([entry], claims / "t.csv", claims / "t.md", claims / "claims_table.tex")
-    monkeypatch.chdir(ROOT)
-    tex = report.render(ROOT / "paper" / "replication_report.tex.j2", [entry], {}, claims / "claims_table.tex",
-                        "smoke", tmp_path / "results" / "paper")
+    tex = render_report([entry])
     sub = tex[tex.index("Claim H2"):]
     assert sub.index("Under d\\textasciicircum{}-1 scaling") < sub.index("Statement.")
     assert "\\endhead" in tex and "continued on the next page" in tex and "claim (statement)" in tex

@@ -243,17 +243,10 @@ def test_dry_run_has_replicate_jobs_with_shifted_seeds_and_disjoint_data(tmp_pat
     assert "rule rep1_figure" not in text  # replicates draw no figures
 
 
-def test_report_shows_the_stability_column_and_both_numbers_of_a_fragile_claim(tmp_path, monkeypatch):
-    from ntkrepro import report
-
+def test_report_shows_the_stability_column_and_both_numbers_of_a_fragile_claim(render_report):
     e0, e1 = _pair(agree=False)
     attach_replicates(e0, [e1])
-    claims = tmp_path / "results" / "claims"
-    claims.mkdir(parents=True)
-    write_table([e0], claims / "t.csv", claims / "t.md", claims / "claims_table.tex")
-    monkeypatch.chdir(ROOT)
-    tex = report.render(ROOT / "paper" / "replication_report.tex.j2", [e0], {}, claims / "claims_table.tex",
-                        "smoke", tmp_path / "results" / "paper")
+    tex = render_report([e0])
     assert "stable across replicates" in tex and r"\textbf{fragile}" in tex
     assert "FRAGILE: the replicates disagree" in tex
     assert f"replicate 0: {e0['verdict'].replace('_', chr(92) + '_')}" in tex
