@@ -78,8 +78,8 @@ def test_editing_a_module_reruns_exactly_the_chains_that_use_it(tmp_path):
     assert out.returncode == 0
     jobs = _job_counts(out.stdout)
     # rep<k>_<rule>: the same rule in replicate k (Snakefile modules; smoke replicates H3 and A2)
-    compute = {r for r in jobs if re.sub(r"^rep\d+_", "", r) not in {"figure", "claim_ledger_entry", "claims_table",
-                                                                      "replication_report", "all"}}
+    compute = {r for r in jobs if re.sub(r"^rep\d+_", "", r) not in {"figure", "claim_evaluation", "claim_ledger_entry",
+                                                                      "claims_table", "replication_report", "all"}}
     assert compute == {"H1_hron2020_gaussianity"}, jobs
     assert jobs["figure"] == 1 and "hron2020_H1_gaussianity" in out.stdout
     # H1's entry, and those of other H claims whose criterion module imports gaussianity (the H
@@ -88,6 +88,8 @@ def test_editing_a_module_reruns_exactly_the_chains_that_use_it(tmp_path):
     entries = set(entry_outputs)
     assert "H1" in entries and all(e.startswith("H") for e in entries), entries
     assert sum(n for r, n in jobs.items() if re.fullmatch(r"(rep\d+_)?claim_ledger_entry", r)) == len(entry_outputs)
+    # each rerun entry re-applies its criterion first (rule claim_evaluation), nothing more
+    assert sum(n for r, n in jobs.items() if re.fullmatch(r"(rep\d+_)?claim_evaluation", r)) == len(entry_outputs)
 
     module.write_text(original)  # the same code again: nothing to rerun
     out = _smk(repo, "-n", "all", results=results, extra_configfiles=over)

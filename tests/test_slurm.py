@@ -33,7 +33,7 @@ pytestmark = pytest.mark.slurm
 # The H2 slice: one compute rule, one notebook rule, the ledger rule.
 CLAIM = "H2"
 FIGURE = "hron2020_H2_average_pooling"
-RULES = {"H2_hron2020_average_pooling", "figure", "claim_ledger_entry"}
+RULES = {"H2_hron2020_average_pooling", "claim_evaluation", "figure", "claim_ledger_entry"}
 TIMEOUT_S = 480  # each snakemake run (smoke H2 slice: ~40 s locally, ~80 s via SLURM)
 
 
