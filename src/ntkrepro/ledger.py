@@ -448,9 +448,10 @@ def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
     for name, val in list(entry["measured"].items())[:max_items]:
         if isinstance(val, Mapping) and "value" in val:
             parts.append(f"{name} = {val['value']:.3g} [{val['ci_low']:.3g}, {val['ci_high']:.3g}]")
-        elif isinstance(val, Mapping) and "mean_difference" in val and "p_greater" in val:
-            # a paired permutation test (ntkrepro.stats): mean difference and both one-sided p-values
-            parts.append(f"{name} = {val['mean_difference']:.3g} (p> {val['p_greater']:.3g}, "
+        elif isinstance(val, Mapping) and "p_greater" in val and "p_less" in val:
+            # a one-sided test (ntkrepro.stats.OneSidedTest.as_dict): its statistic and both p-values
+            stat = val.get("mean_difference", val.get("statistic"))
+            parts.append(f"{name} = {stat:.3g} (p> {val['p_greater']:.3g}, "
                          f"p< {val['p_less']:.3g}, {val.get('test', 'test')}, n {val.get('n')})")
         elif isinstance(val, float):
             parts.append(f"{name} = {val:.3g}")
