@@ -248,7 +248,111 @@ def test_check_flags_inconclusive_without_power(tmp_path):
     rep0 = lambda v: [{"replicate": 0, "verdict": v, "archives": {}}]  # noqa: E731 -- replicate 0 alone
     (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "inconclusive", "power": [],
                                                    "replicates": rep0("inconclusive")}))
-    assert ledger.check(tmp_path, ["F99"]) == ["F99: inconclusive without a power line"]
-    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "reproduced", "power": [],
+    assert ledger.check(tmp_path, ["F99"]) == ["F99: inconclusive without a power line", "F99: no negative control"]
+    ctrl = [{"name": "null", "verdict": "not_reproduced", "rejected": True}]
+    (tmp_path / "F99.json").write_text(json.dumps({**base, "verdict": "reproduced", "power": [], "controls": ctrl,
                                                    "replicates": rep0("reproduced")}))
     assert ledger.check(tmp_path, ["F99"]) == []
+
+
+# ------------------------------------------------------------------------------ negative controls
+def _claim_with_controls(controls, stored):
+    """A throw-away claim F98 whose criterion reproduces iff results["F98_x"]["effect"] > 0 and is
+    refuted iff < 0 (undecided at 0), with the given pre-registered controls."""
+    spec = ClaimSpec("F98", "framework", "s", "c", controls=tuple(ledger.ControlSpec(n, "w", "y") for n in controls))
+
+    @ledger.register(spec)
+    def _evaluate(results, scale):
+        x = float(results["F98_x"]["effect"])
+        v = ledger.decide(reproduced=x > 0, refuted=x < 0)
+        return Evaluation({"effect": x}, v, f"effect {x}", power=[] if x else [
+            ledger.PowerLine("effect", 1.0, 0.5, "n", 3, 12)])
+    for n in controls:
+        ledger.register_control("F98", n)(lambda r, n=n: ledger.stored_control(r, n))
+    return {"F98_x": {"effect": 1.0, "controls": stored, "provenance": {"commit": "x"}}}
+
+
+@pytest.fixture
+def clean_f98():
+    yield
+    ledger._REGISTRY.pop("F98", None)
+    for k in [k for k in ledger._CONTROLS if k[0] == "F98"]:
+        ledger._CONTROLS.pop(k)
+
+
+def test_reproduced_needs_every_control_rejected(clean_f98):
+    res = _claim_with_controls(["null", "shuffled"], {"null": {"effect": -1.0}, "shuffled": {"effect": -0.5}})
+    e = make_entry("F98", res, scale="smoke")
+    assert e["verdict"] == "reproduced" == e["criterion_verdict"]
+    assert [(c["name"], c["verdict"], c["rejected"]) for c in e["controls"]] == [
+        ("null", "not_reproduced", True), ("shuffled", "not_reproduced", True)]
+    assert e["controls"][0]["why_fails"] == "y" and e["controls"][0]["measured"] == {"effect": -1.0}
+    assert ledger.check_controls(e) == []
+    assert ledger.control_text(e) == "null: not_reproduced; shuffled: not_reproduced"
+
+
+@pytest.mark.parametrize("shuffled", [0.0, 2.0])   # the criterion calls the control undecided / reproduced
+def test_a_control_the_criterion_does_not_reject_caps_the_claim(clean_f98, shuffled, tmp_path, repo_root, monkeypatch):
+    res = _claim_with_controls(["null", "shuffled"], {"null": {"effect": -1.0}, "shuffled": {"effect": shuffled}})
+    e = make_entry("F98", res, scale="smoke")
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "inconclusive"
+    assert "does not reject its control 'shuffled'" in e["reason"] and "control rule" in e["reason"]
+    assert e["power"][-1]["quantity"] == "negative control" and e["power"][-1]["needed"] == float("inf")
+    assert ledger.check_controls(e) == []     # consistent: capped, not reproduced
+    bad = {**e, "verdict": "reproduced"}
+    assert "reproduced although the criterion does not reject every control" in ledger.check_controls(bad)[0]
+    json.dumps(e)
+    claims = tmp_path / "results" / "claims"
+    claims.mkdir(parents=True)
+    ledger.write_table([e], claims / "t.csv", claims / "t.md", claims / "claims_table.tex")
+    assert "NOT rejected (1 of 2)" in (claims / "claims_table.tex").read_text()
+    assert "shuffled: " in (claims / "t.md").read_text()
+    monkeypatch.chdir(repo_root)
+    tex = report.render(repo_root / "paper" / "replication_report.tex.j2", [e], {}, claims / "claims_table.tex",
+                        "smoke", tmp_path / "results" / "paper")
+    assert "Negative controls" in tex and "(NOT rejected)" in tex
+
+
+def test_a_claim_without_control_is_capped_and_refutations_pass_unchanged(clean_f98):
+    res = _claim_with_controls([], {})
+    e = make_entry("F98", res, scale="smoke")
+    assert e["verdict"] == "inconclusive" and "no negative control" in e["reason"]
+    assert ledger.check_controls(e) == ["F98: no negative control"]
+    v, reason, cap = ledger.apply_control_rule(Verdict.NOT_REPRODUCED, "r", [])
+    assert (v, reason, cap) == (Verdict.NOT_REPRODUCED, "r", None)
+
+
+def test_missing_control_function_or_payload_is_a_clear_error(clean_f98):
+    spec = ClaimSpec("F98", "framework", "s", "c", controls=(ledger.ControlSpec("null", "w", "y"),))
+    ledger.register(spec)(lambda r, s: Evaluation({}, Verdict.REPRODUCED, "r"))
+    with pytest.raises(KeyError, match=r"control 'null' is pre-registered but no function"):
+        make_entry("F98", {"F98_x": {}}, scale="smoke")
+    ledger.register_control("F98", "null")(lambda r: ledger.stored_control(r, "null"))
+    with pytest.raises(KeyError, match="no results file stores control 'null'"):
+        make_entry("F98", {"F98_x": {}}, scale="smoke")
+
+
+@pytest.mark.parametrize("controls, error", [
+    ([{"name": "x", "what": "w"}], "keys"),
+    ([{"name": "Bad Name", "what": "w", "why_fails": "y"}], "identifier"),
+    ([{"name": "x", "what": "w", "why_fails": "y"}] * 2, "repeat"),
+    ({"name": "x"}, "controls must be"),
+])
+def test_malformed_controls_are_rejected(controls, error):
+    with pytest.raises(ValueError, match=error):
+        ledger._claim_spec("claims.toml", "F9", "framework",
+                           {"statement": "s", "criterion": "c", "version": 1, "controls": controls})
+
+
+def test_every_preregistered_claim_has_a_registered_control():
+    """Issue 21: every claim's criterion is shown able to fail on at least one negative control."""
+    missing = []
+    for cid, spec in ledger.registered_claims().items():
+        if not spec.controls:
+            missing.append(f"{cid}: no [[{cid}.controls]] in claims.toml")
+        for c in spec.controls:
+            try:
+                ledger.control_function(cid, c.name)
+            except KeyError as err:
+                missing.append(str(err))
+    assert not missing, "\n".join(missing)

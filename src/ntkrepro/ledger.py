@@ -94,6 +94,24 @@ class Amendment:
 
 
 @dataclass(frozen=True)
+class ControlSpec:
+    """A negative control of a claim, pre-registered in ``claims.toml`` beside the criterion.
+
+    A control is a run in which the claim is false by construction (or its cause removed),
+    measured like the real run and judged by **the same criterion function**. ``what`` says what
+    the control is, ``why_fails`` why the claim must fail there. The function producing the
+    control's results is registered with :func:`register_control` under ``(claim id, name)``.
+    """
+
+    name: str
+    what: str
+    why_fails: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "what": self.what, "why_fails": self.why_fails}
+
+
+@dataclass(frozen=True)
 class ClaimSpec:
     """A claim and its pre-registered criterion (text); ``evaluate`` applies it to results.
 
@@ -110,6 +128,7 @@ class ClaimSpec:
     version: int = 1
     amendments: tuple[Amendment, ...] = ()
     quote: str = ""
+    controls: tuple[ControlSpec, ...] = ()
 
     def paper_sentence(self) -> str:
         """The paper's sentence the claim tests: ``quote`` if given; else the quoted passage the
@@ -128,16 +147,22 @@ class ClaimSpec:
         if self.version != 1 + len(self.amendments):
             raise ValueError(f"claim {self.id}: criterion version {self.version} needs {self.version - 1} "
                              f"amendment(s), has {len(self.amendments)}")
+        names = [c.name for c in self.controls]
+        if len(set(names)) != len(names):
+            raise ValueError(f"claim {self.id}: control names repeat: {names}")
 
 
 #: Each paper's pre-registration, ``src/ntkrepro/<paper>/claims.toml`` (package data): one table
 #: ``[<claim id>]`` per claim with ``statement``, ``criterion``, ``version``, optionally ``quote``,
 #: and its amendment log, one ``[[<claim id>.amendments]]`` table per :class:`Amendment`, oldest
 #: first, each with ``date`` (ISO), ``change``, ``why`` and ``[<claim id>.amendments.previous]``
-#: (scale -> the previous criterion's verdict and headline numbers there).
+#: (scale -> the previous criterion's verdict and headline numbers there); and its negative controls,
+#: one ``[[<claim id>.controls]]`` table per :class:`ControlSpec` with ``name`` (an identifier),
+#: ``what`` and ``why_fails``.
 PREREGISTRATION_FILE = "claims.toml"
-_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments"}
+_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
+_CONTROL_KEYS = {"name", "what", "why_fails"}
 
 
 def _text(where: str, table: Mapping[str, Any], key: str) -> str:
@@ -172,6 +197,16 @@ def _amendment(where: str, entry: Any) -> Amendment:
     return Amendment(date, _text(where, entry, "change"), _text(where, entry, "why"), dict(previous))
 
 
+def _control(where: str, entry: Any) -> ControlSpec:
+    """One negative control of a pre-registration file, checked: ``name`` an identifier, non-empty
+    ``what`` and ``why_fails``."""
+    entry = _keys(where, entry, _CONTROL_KEYS, _CONTROL_KEYS)
+    name = _text(where, entry, "name")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(f"{where}: control name {name!r} must be a lower-case identifier")
+    return ControlSpec(name, _text(where, entry, "what"), _text(where, entry, "why_fails"))
+
+
 def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
     """One claim of a pre-registration file, checked (:class:`ClaimSpec` checks the version)."""
     table = _keys(where, table, {"statement", "criterion", "version"}, _CLAIM_KEYS)
@@ -182,9 +217,13 @@ def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
         raise ValueError(f"{where}: amendments must be [[{claim_id}.amendments]] tables")
     if not isinstance(quote, str):
         raise ValueError(f"{where}: quote must be a string")
+    controls = table.get("controls", [])
+    if not isinstance(controls, list):
+        raise ValueError(f"{where}: controls must be [[{claim_id}.controls]] tables")
     return ClaimSpec(claim_id, paper, _text(where, table, "statement"), _text(where, table, "criterion"),
                      version=version, quote=quote,
-                     amendments=tuple(_amendment(f"{where}, amendment {i + 1}", a) for i, a in enumerate(amendments)))
+                     amendments=tuple(_amendment(f"{where}, amendment {i + 1}", a) for i, a in enumerate(amendments)),
+                     controls=tuple(_control(f"{where}, control {i + 1}", c) for i, c in enumerate(controls)))
 
 
 @functools.cache
@@ -227,10 +266,65 @@ def register(spec: ClaimSpec) -> Callable[[Callable[[Results, str], Evaluation]]
         if spec.id in _REGISTRY and _REGISTRY[spec.id].evaluate is not fn:
             raise ValueError(f"claim {spec.id} registered twice")
         _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn, spec.version,
-                                       tuple(spec.amendments), spec.quote)
+                                       tuple(spec.amendments), spec.quote, tuple(spec.controls))
         return fn
 
     return deco
+
+
+#: A control function: the claim's results -> the control's results, in the same layout, so that
+#: the claim's own criterion function can judge them.
+ControlFn = Callable[[Results], Results]
+_CONTROLS: dict[tuple[str, str], ControlFn] = {}
+
+
+def register_control(claim_id: str, name: str) -> Callable[[ControlFn], ControlFn]:
+    """Decorator registering ``fn`` as the results of negative control ``name`` of ``claim_id``
+    (pre-registered as ``[[<claim_id>.controls]]`` with that name in the paper's ``claims.toml``).
+
+    ``fn(results)`` gets the claim's results (as the criterion does) and returns the control's
+    results in the same layout; :func:`make_evaluation` applies the claim's criterion to them. Most
+    controls are computed by the compute rule beside the real run and stored under
+    ``results[<stem>]["controls"][name]`` (:func:`stored_control` reads them); a control derived
+    from the measured numbers (a permutation, a synthetic alternative law) is computed here.
+    """
+    def deco(fn: ControlFn) -> ControlFn:
+        key = (claim_id, name)
+        if key in _CONTROLS and _CONTROLS[key] is not fn:
+            raise ValueError(f"control {name!r} of claim {claim_id} registered twice")
+        _CONTROLS[key] = fn
+        return fn
+
+    return deco
+
+
+def stored_control(results: Results, name: str) -> dict[str, Any]:
+    """The control's results as stored by the compute rule: every results file that holds
+    ``controls[name]`` is replaced by that payload (provenance kept), the others pass unchanged.
+    A clear error if no results file stores the control."""
+    out: dict[str, Any] = {}
+    found = False
+    for stem, r in results.items():
+        ctrl = (r.get("controls") or {}).get(name) if isinstance(r, Mapping) else None
+        if ctrl is None:
+            out[stem] = r
+        else:
+            found = True
+            out[stem] = {**ctrl, "provenance": r.get("provenance")}
+    if not found:
+        raise KeyError(f"no results file stores control {name!r} (results: {sorted(results)}); rerun the "
+                       "claim's compute rule with the current code")
+    return out
+
+
+def control_function(claim_id: str, name: str) -> ControlFn:
+    """The registered control function (a clear error naming the claim and control otherwise)."""
+    get_claim(claim_id)
+    try:
+        return _CONTROLS[(claim_id, name)]
+    except KeyError:
+        raise KeyError(f"claim {claim_id}: control {name!r} is pre-registered but no function is registered "
+                       f"for it (@register_control({claim_id!r}, {name!r}) in {CLAIM_MODULES[claim_id[:1]]})") from None
 
 
 def get_claim(claim_id: str) -> ClaimSpec:
@@ -313,6 +407,54 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def evaluate_control(spec: ClaimSpec, control: ControlSpec, results: Results, scale: str) -> dict[str, Any]:
+    """Apply the claim's own criterion to the results of one of its negative controls: what the
+    control is, why the claim must fail there, the criterion's verdict on it, its reason and
+    headline numbers, and ``rejected`` (the criterion says ``not_reproduced`` on the control)."""
+    assert spec.evaluate is not None
+    cres = control_function(spec.id, control.name)(results)
+    cev = spec.evaluate(cres, scale)
+    if not isinstance(cev.verdict, Verdict):
+        raise TypeError("criterion must return a Verdict")
+    measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in cev.measured.items()}
+    return {**control.as_dict(), "verdict": cev.verdict.value, "rejected": cev.verdict is Verdict.NOT_REPRODUCED,
+            "reason": cev.reason, "headline": _headline({"measured": measured}),
+            "measured": _jsonable(measured), "parts": {k: Status(v).value for k, v in cev.parts.items()}}
+
+
+def apply_control_rule(verdict: Verdict, reason: str, controls: Sequence[Mapping[str, Any]]
+                       ) -> tuple[Verdict, str, dict[str, Any] | None]:
+    """The control rule: ``reproduced`` needs every negative control of the claim to come out
+    ``not_reproduced`` under the same criterion. A claim without a control, or whose criterion does
+    not reject a control, is capped at ``inconclusive`` with the reason; the cap is returned as a
+    power-line record (``needed`` = inf: no sample size decides it; the criterion or the control
+    must change). ``not_reproduced`` and ``inconclusive`` pass unchanged.
+    Returns (verdict, reason, cap record or None)."""
+    if verdict is not Verdict.REPRODUCED:
+        return verdict, reason, None
+    if not controls:
+        why = "no negative control is registered, so nothing shows that the criterion could have failed"
+    else:
+        kept = [c for c in controls if not c.get("rejected")]
+        if not kept:
+            return verdict, reason, None
+        why = "; ".join(f"the criterion does not reject its control '{c['name']}' (verdict there: "
+                        f"{c['verdict']}: {c.get('headline', '')})" for c in kept)
+    text = f"capped at inconclusive by the control rule: {why}"
+    cap = {"quantity": "negative control", "half_width": float("nan"), "needed_half_width": float("nan"),
+           "size_name": "none", "size": float("nan"), "needed": float("inf"), "text": text}
+    return Verdict.INCONCLUSIVE, f"{reason} [{text}; the criterion alone says reproduced]", cap
+
+
+def control_text(entry: Mapping[str, Any]) -> str:
+    """The claims table's "control" cell: each control's name and the criterion's verdict on it,
+    ``none`` when the claim has no control."""
+    controls = entry.get("controls") or []
+    if not controls:
+        return "none"
+    return "; ".join(f"{c['name']}: {c['verdict']}" for c in controls)
+
+
 def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None,
                     replicate: int = 0) -> dict[str, Any]:
     """Apply the registered criterion once and assemble the claim's evaluation (a JSON-able dict).
@@ -327,7 +469,11 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
     if not isinstance(ev.verdict, Verdict):
         raise TypeError("criterion must return a Verdict")
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in ev.measured.items()}
-    power = [p.as_dict() for p in ev.power] if ev.verdict is Verdict.INCONCLUSIVE else []
+    controls = [evaluate_control(spec, c, results, scale) for c in spec.controls]
+    verdict, reason, cap = apply_control_rule(ev.verdict, ev.reason, controls)
+    power = [p.as_dict() for p in ev.power] if verdict is Verdict.INCONCLUSIVE else []
+    if cap is not None:
+        power.append(cap)
     paper = PAPERS[spec.paper]
     entry = {
         "id": spec.id,
@@ -339,8 +485,10 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         "criterion_version": spec.version,
         "amendments": [a.as_dict() for a in spec.amendments],
         "measured": measured,
-        "verdict": ev.verdict.value,
-        "reason": ev.reason,
+        "verdict": verdict.value,
+        "criterion_verdict": ev.verdict.value,
+        "reason": reason,
+        "controls": controls,
         "parts": {k: Status(v).value for k, v in ev.parts.items()},
         "power": power,
         "scale": scale,
@@ -377,7 +525,9 @@ def replicate_summary(entry: Mapping[str, Any]) -> dict[str, Any]:
     """What a replicate contributes to the headline entry: its index, verdict, headline numbers,
     measured values and the archives (sha256) it read."""
     return {"replicate": int(entry.get("replicate", 0)), "verdict": entry["verdict"], "headline": _headline(entry),
-            "measured": entry["measured"], "archives": archives_read(entry)}
+            "measured": entry["measured"], "archives": archives_read(entry),
+            "controls": [{k: c.get(k) for k in ("name", "verdict", "rejected", "headline")}
+                         for c in entry.get("controls") or []]}
 
 
 def attach_replicates(entry: dict[str, Any], replicates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -439,8 +589,8 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
 # --------------------------------------------------------------------------------------------
 # Aggregate table
 
-_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "stable", "scale", "headline", "criterion", "power",
-                  "substitutes")
+_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "control", "stable", "scale", "headline", "criterion",
+                  "power", "substitutes")
 
 
 def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
@@ -468,6 +618,7 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
         n_am = len(e.get("amendments", []))
         crit = f"v{e.get('criterion_version', 1)}" + (f" (amended {n_am}x after results were seen)" if n_am else "")
         rows.append({"id": e["id"], "paper": e["paper"], "statement": e["statement"], "verdict": e["verdict"],
+                     "control": control_text(e),
                      "stable": stability_text(e),
                      "scale": e["scale"],
                      "headline": _headline(e), "criterion": crit,
@@ -492,6 +643,16 @@ def _stable_short(cell: str) -> str:
     return cell
 
 
+def _control_short(cell: str) -> str:
+    """The LaTeX table's short form of a "control" cell: ``rejected`` when the criterion rejects
+    every control, otherwise how many it did not reject (the details are in the claim's subsection)."""
+    if cell == "none":
+        return "none"
+    verdicts = [c.rsplit(": ", 1)[1] for c in cell.split("; ")]
+    kept = sum(v != Verdict.NOT_REPRODUCED.value for v in verdicts)
+    return (f"rejected ({len(verdicts)})" if not kept else f"NOT rejected ({kept} of {len(verdicts)})")
+
+
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
     """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body (columns id,
     statement, verdict, scale, headline, criterion version; the header is in the report template)."""
@@ -512,7 +673,8 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
            rf"{_tex_escape(r['statement'])} & "
-           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(_stable_short(r['stable']))} & "
+           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(_control_short(r['control']))} & "
+           rf"{_tex_escape(_stable_short(r['stable']))} & "
            rf"{_tex_escape(r['scale'])} & "
            rf"{_tex_escape(r['headline'])} & {_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\"
            for r in rows]
@@ -570,8 +732,35 @@ def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, in
             problems.append(f"{cid}: nothing measured")
         if e.get("verdict") == Verdict.INCONCLUSIVE.value and not e.get("power"):
             problems.append(f"{cid}: inconclusive without a power line")
+        problems += check_controls(e)
         if "replicates" in e:
             problems += check_replicates(e, None if replicates is None else int(replicates.get(cid, 1)))
+    return problems
+
+
+def check_controls(e: Mapping[str, Any]) -> list[str]:
+    """Problems with an entry's negative controls: at least one, each with its verdict and
+    ``rejected`` consistent with it, and the control rule kept (``reproduced`` only when every
+    control is ``not_reproduced``; the same for each replicate that records its controls)."""
+    cid = e.get("id", "?")
+    controls = e.get("controls")
+    if not isinstance(controls, list) or not controls:
+        return [f"{cid}: no negative control"]
+    problems = []
+    for c in controls:
+        if c.get("verdict") not in {v.value for v in Verdict}:
+            problems.append(f"{cid}: control {c.get('name')!r} has bad verdict {c.get('verdict')!r}")
+        elif bool(c.get("rejected")) != (c["verdict"] == Verdict.NOT_REPRODUCED.value):
+            problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} but verdict {c['verdict']}")
+    if e.get("verdict") == Verdict.REPRODUCED.value and not all(c.get("verdict") == Verdict.NOT_REPRODUCED.value
+                                                                 for c in controls):
+        problems.append(f"{cid}: reproduced although the criterion does not reject every control "
+                        f"({control_text(e)})")
+    for r in e.get("replicates") or []:
+        rc = r.get("controls")
+        if rc is not None and r.get("verdict") == Verdict.REPRODUCED.value and not all(
+                c.get("verdict") == Verdict.NOT_REPRODUCED.value for c in rc):
+            problems.append(f"{cid}: replicate {r.get('replicate')} reproduced although a control is not rejected")
     return problems
 
 
