@@ -135,3 +135,14 @@ def replicate_entries(claim):
 
 def as_json(obj):
     return json.dumps(obj, sort_keys=True)
+
+
+def job_message(claim, what):
+    """A rule's `message:` (the one line the terminal shows per job): the claim and its paper, what
+    the job does, the scale and the replicate. `claim` and `what` may hold Snakemake placeholders
+    ({wildcards.claim}, {params.x})."""
+    papers = {p.claim_prefix: p for p in PAPERS.values()}
+    paper = papers.get(claim[:1]) if not claim.startswith("{") else None
+    first = paper.authors.split(",")[0].strip() if paper else ""
+    who = "" if not paper else (f" ({first} et al. {paper.year})" if first[:1].isalpha() else " (framework paper)")
+    return f"{claim}{who}: {what} | scale {SCALE}, replicate {REPLICATE}"

@@ -8,6 +8,8 @@
 
 rule figure:
     """Execute notebooks/<paper>_<claim>_<what>.py with papermill; writes the PNG + PDF figure."""
+    message:
+        job_message("{wildcards.claim}", "figure {wildcards.paper}_{wildcards.claim}_{wildcards.what} (notebook)")
     input:
         results=lambda wc: FIGURES[f"{wc.paper}_{wc.claim}_{wc.what}"]["results"],
         notebook="notebooks/{paper}_{claim}_{what}.py",
@@ -49,6 +51,8 @@ rule figure:
 
 rule claim_evaluation:
     """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>.claims) once -> its evaluation."""
+    message:
+        job_message("{wildcards.claim}", "criterion and negative controls -> evaluation")
     input:
         results=lambda wc: CLAIMS[wc.claim]["results"],
     output:
@@ -73,6 +77,8 @@ rule claim_evaluation:
 rule claim_ledger_entry:
     """Claim {claim}'s ledger entry results/claims/{claim}.json: its evaluation plus its figures, with
     the verdicts of its replicates (results/replicates/r<k>/claims/{claim}.json) and `stable`."""
+    message:
+        job_message("{wildcards.claim}", "ledger entry")
     input:
         evaluation=f"{R}/claims/evaluations/{{claim}}.json",
         # a replicate (REPLICATE >= 1) draws no figures (budget); its entry says so
@@ -93,6 +99,8 @@ rule claim_ledger_entry:
 
 rule claims_table:
     """Aggregate every ledger entry into the claims table (CSV, Markdown, LaTeX) + index."""
+    message:
+        job_message("all claims", "claims table (CSV, Markdown, LaTeX)")
     input:
         ledger_targets(),
     output:

@@ -5,6 +5,8 @@ REPORT = config["report"]["name"]
 
 rule replication_report:
     """Render paper/replication_report.tex.j2 with the ledger and figures; latexmk -> PDF."""
+    message:
+        job_message("report", "LaTeX replication report -> {output.pdf}")
     input:
         template="paper/replication_report.tex.j2",
         sections=[f"paper/sections/{p}.tex" for p in PAPERS],
