@@ -6,5 +6,6 @@ module over ``_src``). Nothing here is a stable interface; import from :mod:`ntk
   *and* implements the same kernel recursion over blocks of pairs);
 * :mod:`.engine`      -- planning (which spatial covariances each layer needs), the per-input and
   per-pair passes, chunking, jit caching: :class:`~.engine.FastKernelFn`;
-* :mod:`.bench`       -- the side-by-side benchmark against neural-tangents.
+* :mod:`.bench`       -- generic timing / FLOP helpers (the benchmarks of a paper's models live
+  with the paper: :mod:`ntkrepro.hron2020.benchmark`).
 """
