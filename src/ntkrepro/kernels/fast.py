@@ -24,7 +24,13 @@ positional embedding ``NONE``/``SUM`` with any ``pos_emb_decay_fn``; ``b_std``),
 :class:`Identity`, :class:`FanOut`, :func:`parallel`, :class:`FanInSum`, :func:`serial`; inputs
 ``(n, *spatial, channels)`` with ``mask_constant`` padding (H6). The model must end without spatial
 axes (``Flatten`` / ``GlobalAvgPool`` readout). Anything else raises ``NotImplementedError`` in the
-fast backend; the ``nt`` backend takes every model.
+fast backend, naming the keyword (neural-tangents' other keywords are accepted and passed on to the
+``stax`` layer; its enums, e.g. ``stax.Padding.SAME``, work); the ``nt`` backend takes every model.
+As neural-tangents, the fast backend refuses a layer whose input is not the kind its formula
+assumes: ``Relu`` (``ValueError``) and ``LayerNorm`` / ``FanInSum`` (``NotImplementedError``) need
+mean-zero Gaussian inputs (the output of ``Dense``, ``Conv`` or attention, or a pool, ``LayerNorm``
+or ``Identity`` of one: not raw inputs, ``Relu`` or ``Flatten`` outputs), ``FanInSum`` branches of
+one shape and channel count (:class:`~ntkrepro.kernels._src.base.Info`).
 
 Where neural-tangents spends its time (profile, this 2-core CPU)
 ---------------------------------------------------------------

@@ -24,8 +24,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ntkrepro.kernels._src.base import (Array, Layer, Pair, Single, _affine, _mask_pair, _mask_single, _nt_stax, _size,
-                                        _stack)
+from ntkrepro.kernels._src.base import (Array, Info, Layer, Pair, Single, _affine, _mask_pair, _mask_single, _nt_stax, _size,
+                                        _stack, enum_value, stax_keywords)
 
 _NEG_INF = -1e20  # neural-tangents' masked-key logit (softmax raises on -inf rows)
 
@@ -44,6 +44,7 @@ def _pos_emb_cov(shape: Sequence[int], p_norm: float, decay_fn: Callable | None,
     return jnp.asarray(decay_fn(r), dtype)
 
 
+@stax_keywords(batch_axis=0, channel_axis=-1)
 @dataclass(frozen=True, repr=False)
 class GlobalSelfAttention(Layer):
     r"""``stax.GlobalSelfAttention(..., linear_scaling=True)`` (``linear.py: GlobalSelfAttention``):
@@ -83,6 +84,11 @@ class GlobalSelfAttention(Layer):
     W_pos_emb_std: float = 1.0
     val_pos_emb: bool = False
 
+    def __post_init__(self):
+        # neural-tangents' enums (stax.AttentionMechanism.RELU, stax.PositionalEmbedding.SUM) -> their values
+        object.__setattr__(self, "attention_mechanism", enum_value(self.attention_mechanism))
+        object.__setattr__(self, "pos_emb_type", enum_value(self.pos_emb_type))
+
     def _build_stax(self):
         stax = _nt_stax()
         return stax.GlobalSelfAttention(
@@ -91,13 +97,22 @@ class GlobalSelfAttention(Layer):
             W_out_std=self.W_out_std, b_std=self.b_std, attention_mechanism=self.attention_mechanism,
             pos_emb_type=self.pos_emb_type, pos_emb_p_norm=self.pos_emb_p_norm,
             pos_emb_decay_fn=self.pos_emb_decay_fn, n_chan_pos_emb=self.n_chan_pos_emb,
-            W_pos_emb_std=self.W_pos_emb_std, val_pos_emb=self.val_pos_emb)
+            W_pos_emb_std=self.W_pos_emb_std, val_pos_emb=self.val_pos_emb, **self.stax_kwargs())
+
+    def info(self, i):
+        self.check_keywords()
+        if not i.shape:
+            raise ValueError("GlobalSelfAttention needs spatial inputs")
+        # fresh Gaussian value / output weights: a Gaussian output whatever the input (neural-tangents)
+        return Info(i.shape, int(self.n_chan_out), True)
 
     def need(self, out_mode, in_shape):
         if not self.linear_scaling:
-            raise NotImplementedError("fast backend: GlobalSelfAttention needs linear_scaling=True")
-        if self.pos_emb_type not in ("NONE", "SUM") or self.val_pos_emb:
-            raise NotImplementedError("fast backend: pos_emb_type NONE or SUM with val_pos_emb=False only")
+            raise self.unsupported("linear_scaling", self.linear_scaling, "linear_scaling=True only")
+        if self.pos_emb_type not in ("NONE", "SUM"):
+            raise self.unsupported("pos_emb_type", self.pos_emb_type, "NONE or SUM only")
+        if self.val_pos_emb:
+            raise self.unsupported("val_pos_emb", self.val_pos_emb, "False only")
         if self.attention_mechanism not in ("SOFTMAX", "IDENTITY", "ABS", "RELU"):
             raise ValueError(f"unknown attention_mechanism {self.attention_mechanism!r}")
         if not in_shape:

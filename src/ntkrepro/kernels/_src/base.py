@@ -84,6 +84,53 @@ def _nt_stax():
     return nt.stax
 
 
+class Info(NamedTuple):
+    r"""What the forward check (:meth:`Layer.info`) carries, per branch: spatial shape (``None`` =
+    none), channels, and whether the activations are mean-zero Gaussian in the infinite-width limit
+    (neural-tangents' ``Kernel.is_gaussian``): the inputs are not; ``Dense``, ``Conv`` and attention
+    outputs are; ``Relu`` and ``Flatten`` outputs are not; pools, ``LayerNorm``, ``Identity`` keep
+    their input's kind. A layer whose recursion assumes a Gaussian input refuses any other, as
+    neural-tangents does (same exception type)."""
+
+    shape: Any
+    channels: int
+    gaussian: bool
+
+
+def enum_value(x: Any) -> Any:
+    """The value of a neural-tangents enum argument (``stax.Padding.SAME`` -> ``"SAME"``), else ``x``."""
+    import enum
+
+    return x.value if isinstance(x, enum.Enum) else x
+
+
+def _same(a: Any, b: Any) -> bool:
+    norm = (lambda v: tuple(v) if isinstance(v, list) else enum_value(v))  # noqa: E731
+    return norm(a) == norm(b)
+
+
+def stax_keywords(**defaults: Any):
+    """Class decorator: the layer also accepts neural-tangents' keywords ``defaults`` (name: its
+    default in neural-tangents 0.6.5) that this backend does not implement. They are passed on to
+    the ``stax`` layer (the ``nt`` backend takes them); the fast backend raises
+    ``NotImplementedError`` naming a keyword given a value other than the default
+    (:meth:`Layer.check_keywords`). A keyword neural-tangents does not know is a ``TypeError``."""
+
+    def deco(cls):
+        init = cls.__init__
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            extra = {k: kwargs.pop(k) for k in list(kwargs) if k in defaults}
+            init(self, *args, **kwargs)
+            object.__setattr__(self, "_stax_kwargs", extra)
+
+        __init__.__doc__ = init.__doc__
+        cls.__init__ = __init__
+        cls.STAX_DEFAULTS = dict(defaults)
+        return cls
+    return deco
+
+
 def max_mode(*modes: str) -> str:
     """The most demanding of ``modes`` (none < diag < full)."""
     return max(modes, key=MODES.index)
@@ -220,6 +267,41 @@ class Layer:
     def _build_stax(self):
         raise NotImplementedError
 
+    #: neural-tangents keywords accepted but not implemented (see :func:`stax_keywords`).
+    STAX_DEFAULTS: dict[str, Any] = {}
+
+    def stax_kwargs(self) -> dict[str, Any]:
+        """The extra neural-tangents keywords this layer was given (passed on to its ``stax`` layer)."""
+        return dict(self.__dict__.get("_stax_kwargs", {}))
+
+    def unsupported(self, keyword: str, value: Any, why: str = "") -> NotImplementedError:
+        """The error for a keyword value the fast backend does not implement (names the keyword)."""
+        return NotImplementedError(f"fast backend: {type(self).__name__}({keyword}={value!r}) is not implemented"
+                                   + (f" ({why})" if why else "") + "; the nt backend takes it")
+
+    def check_keywords(self) -> None:
+        """Raise ``NotImplementedError`` naming the first keyword given a value other than
+        neural-tangents' default that this backend does not implement."""
+        for k, v in self.stax_kwargs().items():
+            if not _same(v, self.STAX_DEFAULTS[k]):
+                raise self.unsupported(k, v, f"only the default {self.STAX_DEFAULTS[k]!r}")
+
+    def info(self, i: Info) -> Info:
+        """Forward check of what this layer receives and gives (:class:`Info`); raises where the
+        fast backend (or neural-tangents) refuses the layer on this input. Default: keywords
+        checked, the shape by :meth:`out_shape`, channels and kind unchanged."""
+        self.check_keywords()
+        return Info(self.out_shape(i.shape), i.channels, i.gaussian)
+
+    def require_gaussian(self, i: Info, exc: type[Exception] = ValueError) -> None:
+        """Refuse a non-Gaussian input (neural-tangents raises ``ValueError`` before a nonlinearity,
+        ``NotImplementedError`` before ``LayerNorm`` / ``FanInSum``)."""
+        if not i.gaussian:
+            raise exc(f"fast backend (as neural-tangents): the input of {type(self).__name__} must be a mean-zero "
+                      "Gaussian, i.e. the output of a Dense, Conv or GlobalSelfAttention layer (or of a pool, "
+                      "LayerNorm or Identity of one); its formula is wrong for any other input (raw inputs, "
+                      "ReLU or Flatten outputs)")
+
     # A Layer unpacks and indexes like the stax triple it describes, so code written for
     # ``init_fn, apply_fn, kernel_fn = stax.serial(...)`` or ``model[2]`` keeps working on it.
     def __iter__(self):
@@ -252,7 +334,8 @@ class Layer:
         return run(self, p, aux1, aux2, plan)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        items = {**{k: v for k, v in vars(self).items() if not k.startswith("_")}, **self.stax_kwargs()}
+        fields = ", ".join(f"{k}={v!r}" for k, v in items.items())
         return f"{type(self).__name__}({fields})"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ntkrepro.kernels._src.base import Layer, Pair, Plan, Single, _nt_stax, convert_pair, convert_single, max_mode
+from ntkrepro.kernels._src.base import Info, Layer, Pair, Plan, Single, _nt_stax, convert_pair, convert_single, max_mode
 
 
 @dataclass(frozen=True, repr=False)
@@ -48,6 +48,9 @@ class FanOut(Layer):
     def out_shape(self, shape):
         return (shape,) * self.num
 
+    def info(self, i):
+        return (i,) * self.num
+
     def need(self, out_mode, in_shape):
         return max_mode(*out_mode)
 
@@ -71,6 +74,16 @@ class FanInSum(Layer):
         if any(s != shape[0] for s in shape):
             raise ValueError(f"FanInSum of different shapes {shape}")
         return shape[0]
+
+    def info(self, infos):
+        shapes = [(i.shape, i.channels) for i in infos]
+        if any(s != shapes[0] for s in shapes):
+            raise ValueError(f"FanInSum: all shapes should be equal, got (spatial shape, channels) {shapes}")
+        gaussian = all(i.gaussian for i in infos)
+        if not gaussian and len(infos) != 1:  # the sum of non-Gaussian branches needs their means
+            raise NotImplementedError("fast backend (as neural-tangents): FanInSum needs every branch mean-zero "
+                                      f"Gaussian, got Gaussian = {[i.gaussian for i in infos]}")
+        return Info(infos[0].shape, infos[0].channels, gaussian)
 
     def need(self, out_mode, in_shape):
         return (out_mode,) * len(in_shape)
@@ -118,6 +131,11 @@ class _Serial(Layer):
             shape = l.out_shape(shape)
         return shape
 
+    def info(self, i):
+        for l in self.layers:
+            i = l.info(i)
+        return i
+
     def need(self, out_mode, in_shape):
         return self.plan(in_shape, out_mode).in_mode
 
@@ -152,6 +170,11 @@ class _Parallel(Layer):
 
     def out_shape(self, shape):
         return tuple(l.out_shape(s) for l, s in zip(self.layers, shape))
+
+    def info(self, infos):
+        if len(infos) != len(self.layers):
+            raise ValueError(f"parallel of {len(self.layers)} layers on {len(infos)} branches")
+        return tuple(l.info(i) for l, i in zip(self.layers, infos))
 
     def plan(self, in_shape, out_mode):
         plans = tuple(l.plan(s, m) for l, s, m in zip(self.layers, in_shape, out_mode))

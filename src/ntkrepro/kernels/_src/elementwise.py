@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import jax.numpy as jnp
 
-from ntkrepro.kernels._src.base import (Layer, Pair, Single, _coincident, _diag_of_single, _kernel_slices, _nt_stax,
-                                        _pair_var, _single_var, _stack)
+from ntkrepro.kernels._src.base import (Info, Layer, Pair, Single, _coincident, _diag_of_single, _kernel_slices, _nt_stax,
+                                        _pair_var, _single_var, _stack, stax_keywords)
 
 # Cephes atan.c: atan(u) = u + u z P(z)/Q(z), z = u^2, |u| <= 0.66
 _P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
@@ -83,6 +83,7 @@ def relu_kernel(c: jnp.ndarray, prod: jnp.ndarray, coincident: jnp.ndarray | Non
     return _FACTOR * square_root + dot_sigma * c, dot_sigma
 
 
+@stax_keywords(do_stabilize=False)
 @dataclass(frozen=True, repr=False)
 class Relu(Layer):
     r"""``stax.Relu()``: the arc-cosine map of :mod:`.elementwise` on every entry, with variance
@@ -93,7 +94,12 @@ class Relu(Layer):
 
     def _build_stax(self):
         stax = _nt_stax()
-        return stax.Relu()
+        return stax.Relu(**self.stax_kwargs())
+
+    def info(self, i):
+        self.check_keywords()
+        self.require_gaussian(i, ValueError)  # the arc-cosine map is the ReLU kernel of a Gaussian only
+        return Info(i.shape, i.channels, False)
 
     def single(self, st, plan):
         var = _diag_of_single(st.cov, plan.in_mode)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.kernels._src.base import Info
 from ntkrepro.kernels._src.layers import Layer, Pair, Plan, Single, fast_inputs, input_pair, input_single
 
 BACKENDS = ("nt", "fast")
@@ -158,6 +159,8 @@ class FastKernelFn:
         import jax.numpy as jnp
 
         spatial = tuple(in_shape[:-1])
+        # what each layer receives (shape, channels, Gaussian or not): refuse what neural-tangents refuses
+        self.model.info(Info(spatial or None, int(in_shape[-1]), False))
         plan = self.model.plan(spatial or None, "none")
         if plan.out_shape is not None:
             raise ValueError("the fast backend needs a model that ends without spatial axes "

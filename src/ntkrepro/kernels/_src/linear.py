@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from ntkrepro.kernels._src.base import (Array, Layer, Pair, Single, _affine, _kernel_slices, _mask_pair, _mask_single,
-                                        _nt_stax, _size, _stack)
+from ntkrepro.kernels._src.base import (Array, Info, Layer, Pair, Single, _affine, _kernel_slices, _mask_pair, _mask_single,
+                                        _nt_stax, _size, _stack, enum_value, stax_keywords)
 
 
 def conv_offsets(shape: Sequence[int], filter_shape: Sequence[int], padding: str
@@ -51,7 +51,7 @@ def conv_offsets(shape: Sequence[int], filter_shape: Sequence[int], padding: str
         if min(out) < 1:
             raise ValueError(f"filter {tuple(filter_shape)} larger than the input {shape}")
     else:
-        raise NotImplementedError(f"fast backend: padding {padding!r}")
+        raise NotImplementedError(f"fast backend: Conv(padding={padding!r}) is not implemented (SAME or VALID only)")
     strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1]
     grid = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing="ij"), -1).reshape(-1, len(shape))
     taps = []
@@ -123,6 +123,7 @@ def _linear_pair(p: Pair, mode: str, apply: Callable[[Array], Array], w_std: flo
     return Pair(out, {"array": "array", "zero": "copy", "none": "none"}[p.ntk], p.offset)
 
 
+@stax_keywords(batch_axis=0, channel_axis=-1, parameterization="ntk", s=(1, 1))
 @dataclass(frozen=True, repr=False)
 class Dense(Layer):
     r"""``stax.Dense(out_dim, W_std, b_std)`` (NTK parameterisation), acting on channels:
@@ -135,7 +136,11 @@ class Dense(Layer):
 
     def _build_stax(self):
         stax = _nt_stax()
-        return stax.Dense(self.out_dim, W_std=self.W_std, b_std=self.b_std)
+        return stax.Dense(self.out_dim, W_std=self.W_std, b_std=self.b_std, **self.stax_kwargs())
+
+    def info(self, i):
+        self.check_keywords()
+        return Info(i.shape, int(self.out_dim), True)  # a fresh Gaussian weight matrix: Gaussian output
 
     def single(self, st, plan):
         cov = _mask_single(_affine(st.cov, self.W_std, self.b_std), st.mask, plan.in_mode)
@@ -145,6 +150,7 @@ class Dense(Layer):
         return _linear_pair(p, plan.in_mode, lambda a: a, self.W_std, self.b_std, aux1, aux2)
 
 
+@stax_keywords(dimension_numbers=None, parameterization="ntk", s=(1, 1))
 @dataclass(frozen=True, repr=False)
 class Conv(Layer):
     r"""``stax.Conv(out_chan, filter_shape, strides=1, padding, W_std, b_std)`` (shared weights,
@@ -164,17 +170,22 @@ class Conv(Layer):
         object.__setattr__(self, "filter_shape", tuple(int(k) for k in self.filter_shape))
         if self.strides is not None:
             object.__setattr__(self, "strides", tuple(int(k) for k in self.strides))
+        object.__setattr__(self, "padding", enum_value(self.padding))  # stax.Padding.SAME -> "SAME"
 
     def _build_stax(self):
         stax = _nt_stax()
         return stax.Conv(self.out_chan, self.filter_shape, strides=self.strides, padding=self.padding,
-                         W_std=self.W_std, b_std=self.b_std)
+                         W_std=self.W_std, b_std=self.b_std, **self.stax_kwargs())
+
+    def info(self, i):
+        self.check_keywords()
+        return Info(self.out_shape(i.shape), int(self.out_chan), True)
 
     def out_shape(self, shape):
         if shape is None or len(shape) != len(self.filter_shape):
             raise ValueError(f"Conv{self.filter_shape} needs {len(self.filter_shape)} spatial dims, got {shape}")
         if self.strides is not None and any(s != 1 for s in self.strides):
-            raise NotImplementedError("fast backend: Conv strides other than 1")
+            raise self.unsupported("strides", self.strides, "stride 1 only")
         return conv_offsets(shape, self.filter_shape, self.padding)[1]
 
     def _out_mask(self, m, shape):

@@ -18,9 +18,10 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ntkrepro.kernels._src.base import Layer, Single, _diag_of_single, _nt_stax, _pair_var, _single_var
+from ntkrepro.kernels._src.base import Layer, Single, stax_keywords, _diag_of_single, _nt_stax, _pair_var, _single_var
 
 
+@stax_keywords(batch_axis=0, channel_axis=-1)
 @dataclass(frozen=True, repr=False)
 class LayerNorm(Layer):
     r"""``stax.LayerNorm(axis=-1, eps)`` over channels only:
@@ -33,11 +34,16 @@ class LayerNorm(Layer):
 
     def _build_stax(self):
         stax = _nt_stax()
-        return stax.LayerNorm(axis=self.axis, eps=self.eps)
+        return stax.LayerNorm(axis=self.axis, eps=self.eps, **self.stax_kwargs())
+
+    def info(self, i):
+        # no mean-centring: exact for a mean-zero Gaussian input only (neural-tangents refuses others)
+        self.require_gaussian(i, NotImplementedError)
+        return super().info(i)
 
     def need(self, out_mode, in_shape):
         if self.axis not in (-1, (-1,)):
-            raise NotImplementedError("fast backend: LayerNorm over channels only (axis=-1)")
+            raise self.unsupported("axis", self.axis, "channels only, axis=-1")
         return out_mode
 
     def single(self, st, plan):

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from ntkrepro.kernels._src.base import Array, Layer, Single, _nt_stax, _size, convert_pair, convert_single
+from ntkrepro.kernels._src.base import Array, Info, Layer, Single, enum_value, stax_keywords, _nt_stax, _size, convert_pair, convert_single
 
 
+@stax_keywords(batch_axis=0, batch_axis_out=0)
 @dataclass(frozen=True, repr=False)
 class Flatten(Layer):
     r"""``stax.Flatten()``: :math:`K' = \frac1S\sum_s K_{ss}` (``linear.py: Flatten``: the mean of
@@ -31,7 +32,12 @@ class Flatten(Layer):
 
     def _build_stax(self):
         stax = _nt_stax()
-        return stax.Flatten()
+        return stax.Flatten(**self.stax_kwargs())
+
+    def info(self, i):
+        self.check_keywords()
+        # neural-tangents marks a flattened field non-Gaussian: no nonlinearity may follow
+        return Info(None, i.channels * (_size(i.shape) if i.shape else 1), False)
 
     def out_shape(self, shape):
         return None
@@ -50,6 +56,7 @@ class Flatten(Layer):
         return p._replace(k=jnp.mean(p.k, axis=1))
 
 
+@stax_keywords(batch_axis=0, channel_axis=-1)
 @dataclass(frozen=True, repr=False)
 class GlobalAvgPool(Layer):
     r"""``stax.GlobalAvgPool()``: :math:`K' = \sum_{s,t} K_{st} / \max(1, |x||y|)` with
@@ -58,7 +65,7 @@ class GlobalAvgPool(Layer):
 
     def _build_stax(self):
         stax = _nt_stax()
-        return stax.GlobalAvgPool()
+        return stax.GlobalAvgPool(**self.stax_kwargs())
 
     def out_shape(self, shape):
         return None
@@ -80,6 +87,7 @@ class GlobalAvgPool(Layer):
         return p._replace(k=jnp.sum(p.k, axis=(1, 4)) / size)
 
 
+@stax_keywords(normalize_edges=False, batch_axis=0, channel_axis=-1)
 @dataclass(frozen=True, repr=False)
 class AvgPool(Layer):
     r"""``stax.AvgPool(window, strides=window, padding='VALID')`` (non-overlapping windows):
@@ -94,15 +102,18 @@ class AvgPool(Layer):
         object.__setattr__(self, "window_shape", tuple(int(k) for k in self.window_shape))
         if self.strides is not None:
             object.__setattr__(self, "strides", tuple(int(k) for k in self.strides))
+        object.__setattr__(self, "padding", enum_value(self.padding))
 
     def _build_stax(self):
         stax = _nt_stax()
-        return stax.AvgPool(self.window_shape, strides=self.strides, padding=self.padding)
+        return stax.AvgPool(self.window_shape, strides=self.strides, padding=self.padding, **self.stax_kwargs())
 
     def out_shape(self, shape):
         strides = self.strides or (1,) * len(self.window_shape)
-        if strides != self.window_shape or self.padding != "VALID":
-            raise NotImplementedError("fast backend: AvgPool with strides == window and VALID padding only")
+        if strides != self.window_shape:
+            raise self.unsupported("strides", self.strides, "strides == window_shape only")
+        if self.padding != "VALID":
+            raise self.unsupported("padding", self.padding, "VALID only")
         return tuple(n // w for n, w in zip(shape, self.window_shape))
 
     def need(self, out_mode, in_shape):
