@@ -154,16 +154,20 @@ def test_training_learns_and_is_deterministic():
 
 @needs_data
 def test_kernel_throughput_benchmark():
-    from ntkrepro.hron2020 import throughput
+    from ntkrepro.hron2020 import benchmark
 
     params = {"seed": 0, "arch": ARCH, "data": DATA,
               "benchmark": {"image_size": 4, "n": 4, "repeats": 1, "depth": 1, "families": ["gap", "struct"],
                             "matmul_size": 128}}
-    r = throughput.run_cifar10_kernel_throughput(params, RunContext(scale="smoke"))
-    assert r["matmul_flops_per_second"] > 0 and len(r["rows"]) == 2
+    r = benchmark.run_cifar10_kernel_throughput(params, RunContext(scale="smoke"))
+    assert r["matmul_flops_per_second"] > 0 and len(r["rows"]) == 4
+    assert sorted((row["family"], row["backend"]) for row in r["rows"]) == [
+        ("gap", "fast"), ("gap", "nt"), ("struct", "fast"), ("struct", "nt")]
     for row in r["rows"]:
-        assert row["pairs_per_second"] > 0 and row["xla_flops"] > 0 and row["positions"] == 16
-    assert r["target_met"] is None  # S = 16 < 64: the target does not apply
+        assert row["pairs_per_second"] > 0 and row["flops"] > 0 and row["positions"] == 16
+        if row["backend"] == "fast":
+            assert max(row["max_rel_diff_vs_nt"].values()) <= 1e-5
+    assert r["target_met"] == {"nt": None, "fast": None}  # S = 16 < 64: the target does not apply
 
 
 @needs_data

@@ -1,4 +1,5 @@
-"""ntkrepro.kernels._src.plan: pair counts of the kernel rules and a tiny end-to-end plan."""
+"""ntkrepro.hron2020.benchmark: pair counts of the kernel rules, a tiny end-to-end paper-scale plan, and
+the fast_kernels_benchmark at smoke size (issue 22 item 7: it crashed on an empty per-layer profile)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from ntkrepro.kernels._src import plan
+from ntkrepro.hron2020 import benchmark as plan
+from ntkrepro.kernels._src.bench import block_pairs
 from ntkrepro.kernels.blocks import block_grid
 from ntkrepro.run import RunContext
 
@@ -18,7 +20,7 @@ def test_block_pairs_counts_the_computed_blocks(n1, n2, b):
     seen = np.zeros((n1, n1 if sym else n2), int)
     for i, j in block_grid(n1, seen.shape[1], b, sym):
         seen[i * b:(i + 1) * b, j * b:(j + 1) * b] += 1
-    assert plan.block_pairs(n1, n2, b) == seen.sum()
+    assert block_pairs(n1, n2, b) == seen.sum()
     if sym:
         assert seen.sum() < n1 * n1 or n1 <= b
 
@@ -45,3 +47,23 @@ def test_tiny_plan_end_to_end(tmp_path):
     for r in out["rows"]:
         assert r["cpu_hours"] > 0 and r["gpu_hours"] > 0 and r["flops"] > 0
     assert "| H4 | 4 |" in md.read_text()
+
+
+def test_fast_kernels_benchmark_runs_at_smoke_size():
+    """Every case of the smoke scale (S = 16 and L = 16: models that run as one XLA computation,
+    whose per-layer profile used to be empty) through the rule's function."""
+    import yaml
+    from pathlib import Path
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/smoke.yaml").read_text())["hron2020"]
+    params = {"h4_arch": cfg["H4"]["arch"],
+              "h6": {k: cfg["H6"][k] for k in ("filter_size", "W_pos_emb_std", "mask_constant")},
+              "repeats": 1, "matmul_size": 64}
+    out = plan.run_benchmark(params, RunContext(scale="smoke"))
+    json.dumps(out)
+    assert [c["case"] for c in out["cases"]] == ["cifar struct depth 1 S=16", "imdb struct depth 1 L=16"]
+    for c in out["cases"]:
+        assert c["fast"]["layers"], c["case"]  # a per-layer profile even where the model runs fused
+        assert c["fast"]["memory_bytes"] > 0
+        assert max(c["max_rel_diff_fast_vs_nt"].values()) <= 1e-5
+        assert "attention" in c and c["attention"]["flops_per_second"] > 0

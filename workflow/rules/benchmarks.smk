@@ -25,7 +25,7 @@ rule fast_kernels_benchmark:
     conda:
         CONDA_ENV
     shell:
-        compute_cmd("ntkrepro.kernels.fast:run_benchmark")
+        compute_cmd("ntkrepro.hron2020.benchmark:run_benchmark")
 
 
 BENCHMARKS.append(rules.fast_kernels_benchmark.output.results)
@@ -41,7 +41,7 @@ with open("config/paper.yaml") as _f:
 
 rule paper_scale_plan:
     """Pairs, FLOPs, peak memory, CPU and GPU hours and SLURM jobs of the H4 / H6 kernel rules at
-    config/paper.yaml, from the fast backend timed at the paper's input sizes (ntkrepro.kernels._src.plan)."""
+    config/paper.yaml, from the fast backend timed at the paper's input sizes (ntkrepro.hron2020.benchmark)."""
     input:
         "config/paper.yaml",
     output:
@@ -60,7 +60,7 @@ rule paper_scale_plan:
     conda:
         CONDA_ENV
     shell:
-        compute_cmd("ntkrepro.kernels._src.plan:run_paper_scale_plan")
+        compute_cmd("ntkrepro.hron2020.benchmark:run_paper_scale_plan")
 
 
 BENCHMARKS.append(rules.paper_scale_plan.output.results)

@@ -164,7 +164,8 @@ register_claim("H5", "hron2020", [rules.H5_hron2020_finite_attention.output.resu
 
 # ---- benchmark (not part of `all`): CIFAR-10 kernel throughput vs dense matmul ------------------
 rule H4_hron2020_kernel_throughput:
-    """Pairs/s and XLA-counted FLOP/s of the GAP / Struct kernels vs this machine's matmul FLOP/s."""
+    """Pairs/s and FLOP/s of the GAP / Struct kernels, neural-tangents and the fast backend, vs this
+    machine's matmul FLOP/s (ntkrepro.hron2020.benchmark)."""
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:
@@ -181,7 +182,7 @@ rule H4_hron2020_kernel_throughput:
     conda:
         CONDA_ENV
     shell:
-        compute_cmd("ntkrepro.hron2020.throughput:run_cifar10_kernel_throughput")
+        compute_cmd("ntkrepro.hron2020.benchmark:run_cifar10_kernel_throughput")
 
 
 BENCHMARKS.append(rules.H4_hron2020_kernel_throughput.output.results)

@@ -11,6 +11,6 @@ Modules (computation only; every criterion is in :mod:`.claims`):
 * :mod:`.cifar10` -- H4: CIFAR-10 NNGP/NTK regression with attention and pooling readouts.
 * :mod:`.finite_nets` -- H5: finite attention networks (softmax / ReLU / identity x LayerNorm).
 * :mod:`.imdb` -- H6: IMDb with GloVe, variable-length NNGP/NTK kernels.
-* :mod:`.throughput` -- kernel-throughput benchmark.
+* :mod:`.benchmark` -- benchmarks of the kernel models (both backends) and the paper-scale plan.
 * :mod:`.claims` -- the pre-registered criteria of H1-H6 (with their amendment log).
 """

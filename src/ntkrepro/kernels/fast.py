@@ -24,7 +24,13 @@ positional embedding ``NONE``/``SUM`` with any ``pos_emb_decay_fn``; ``b_std``),
 :class:`Identity`, :class:`FanOut`, :func:`parallel`, :class:`FanInSum`, :func:`serial`; inputs
 ``(n, *spatial, channels)`` with ``mask_constant`` padding (H6). The model must end without spatial
 axes (``Flatten`` / ``GlobalAvgPool`` readout). Anything else raises ``NotImplementedError`` in the
-fast backend; the ``nt`` backend takes every model.
+fast backend, naming the keyword (neural-tangents' other keywords are accepted and passed on to the
+``stax`` layer; its enums, e.g. ``stax.Padding.SAME``, work); the ``nt`` backend takes every model.
+As neural-tangents, the fast backend refuses a layer whose input is not the kind its formula
+assumes: ``Relu`` (``ValueError``) and ``LayerNorm`` / ``FanInSum`` (``NotImplementedError``) need
+mean-zero Gaussian inputs (the output of ``Dense``, ``Conv`` or attention, or a pool, ``LayerNorm``
+or ``Identity`` of one: not raw inputs, ``Relu`` or ``Flatten`` outputs), ``FanInSum`` branches of
+one shape and channel count (:class:`~ntkrepro.kernels._src.base.Info`).
 
 Where neural-tangents spends its time (profile, this 2-core CPU)
 ---------------------------------------------------------------
@@ -70,7 +76,8 @@ with diagonal output :math:`2 (2S^3 + 2S^2)`; conv :math:`2 \cdot (\text{taps}) 
 additions (full) or :math:`2\cdot\text{taps}\cdot S` (diagonal); ReLU, masks, LayerNorm, pooling are
 counted as 0 (elementwise). :func:`flop_count` evaluates this for a model and input shape.
 
-Benchmark: :func:`run_benchmark` (rule ``fast_kernels_benchmark``).
+Benchmark: :func:`ntkrepro.hron2020.benchmark.run_benchmark` (rule ``fast_kernels_benchmark``; the
+generic timing / FLOP helpers are in :mod:`ntkrepro.kernels._src.bench`).
 
 Targets met and missed (benchmark of 2026-12-02, default cases, 2-core CPU under load ~2-4)
 --------------------------------------------------------------------------------------------
@@ -97,7 +104,7 @@ Medians over 3 interleaved runs (speed-up = fast pairs/s over neural-tangents pa
 
 from __future__ import annotations
 
-from ntkrepro.kernels._src.bench import flop_count, run_benchmark
+from ntkrepro.kernels._src.bench import flop_count
 from ntkrepro.kernels._src.bridge import from_stax_builder
 from ntkrepro.kernels._src.engine import BACKENDS, FastKernelFn, kernel_fn, nt_kernel_fn
 from ntkrepro.kernels._src.layers import (AvgPool, Conv, Dense, FanInSum, FanOut, Flatten, GlobalAvgPool,
@@ -105,4 +112,4 @@ from ntkrepro.kernels._src.layers import (AvgPool, Conv, Dense, FanInSum, FanOut
 
 __all__ = ["BACKENDS", "AvgPool", "Conv", "Dense", "FanInSum", "FanOut", "FastKernelFn", "Flatten", "GlobalAvgPool",
            "GlobalSelfAttention", "Identity", "Layer", "LayerNorm", "Relu", "flop_count", "from_stax_builder", "kernel_fn",
-           "nt_kernel_fn", "parallel", "run_benchmark", "serial"]
+           "nt_kernel_fn", "parallel", "serial"]

@@ -5,7 +5,8 @@ The H4 / H6 builders (``hron2020.cifar10.build_model``, ``hron2020.imdb.build_ke
 ``stax`` from :mod:`ntkrepro.nt` inside the function and end with ``stax.serial(...)``. While the
 builder runs, :func:`from_stax_builder` points ``ntkrepro.nt.stax`` at a namespace whose layer
 constructors are ``fast``'s (same names, same arguments) and records what ``serial`` builds; the
-outermost (last) ``serial`` is the model. So one description serves both backends without copying
+model is what the builder returns (a ``fast`` model, or the ``stax`` triple or ``kernel_fn`` of one
+it built). So one description serves both backends without copying
 the builder. Once a builder imports ``fast`` itself (``from ntkrepro.kernels import fast as stax``)
 this bridge is not needed; it keeps working on such builders.
 """
@@ -35,17 +36,38 @@ class _Recorder:
         raise NotImplementedError(f"ntkrepro.kernels.fast has no stax.{name}; its layers: {sorted(_layers.STAX_NAMES)}")
 
 
+def _returned_model(result: Any, built: list[_layers.Layer]) -> _layers.Layer | None:
+    """The model ``result`` is: a ``fast`` layer itself, or the ``stax`` triple of a model built
+    here, or one of its functions (a builder may return ``stax.serial(...)[2]``, the kernel_fn)."""
+    if isinstance(result, _layers.Layer):
+        return result
+    for model in reversed(built):
+        triple = model.__dict__.get("_stax_triple")
+        if triple is None:
+            continue
+        if result is triple or (isinstance(result, (tuple, list)) and len(result) == len(triple)
+                                and all(a is b for a, b in zip(result, triple))):
+            return model
+        if any(result is f for f in triple):
+            return model
+    return None
+
+
 def from_stax_builder(builder: Callable[..., Any], *args: Any, **kwargs: Any) -> _layers.Layer:
-    """The ``fast`` description of the model ``builder(*args, **kwargs)`` builds with ``stax``."""
+    """The ``fast`` description of the model ``builder(*args, **kwargs)`` returns, built with
+    ``stax``: the ``fast`` model it returns, or the model whose ``stax`` triple (or one of its
+    functions, e.g. the ``kernel_fn``) it returns. Anything else is a ``ValueError``."""
     import ntkrepro.nt as nt_module
 
     recorder = _Recorder()
     saved = nt_module.stax
     nt_module.stax = recorder  # type: ignore[assignment]
     try:
-        builder(*args, **kwargs)
+        result = builder(*args, **kwargs)
     finally:
         nt_module.stax = saved
-    if not recorder.models:
-        raise ValueError(f"{getattr(builder, '__name__', builder)} built no stax.serial model")
-    return recorder.models[-1]
+    model = _returned_model(result, recorder.models)
+    if model is None:
+        raise ValueError(f"{getattr(builder, '__name__', builder)} returned {type(result).__name__}, not a model it "
+                         "built with stax.serial (nor that model's init_fn / apply_fn / kernel_fn)")
+    return model

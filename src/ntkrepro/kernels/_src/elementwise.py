@@ -22,8 +22,12 @@ branches computed and selected with ``where`` so that the loop vectorises.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import jax.numpy as jnp
+
+from ntkrepro.kernels._src.base import (Info, Layer, Pair, Single, _coincident, _diag_of_single, _kernel_slices, _nt_stax,
+                                        _pair_var, _single_var, _stack, stax_keywords)
 
 # Cephes atan.c: atan(u) = u + u z P(z)/Q(z), z = u^2, |u| <= 0.66
 _P = (-8.750608600031904122785e-1, -1.615753718733365076637e1, -7.500855792314704667340e1,
@@ -77,3 +81,46 @@ def relu_kernel(c: jnp.ndarray, prod: jnp.ndarray, coincident: jnp.ndarray | Non
     angles = atan2_nonneg(square_root, c)
     dot_sigma = 0.5 - _FACTOR * angles
     return _FACTOR * square_root + dot_sigma * c, dot_sigma
+
+
+@stax_keywords(do_stabilize=False)
+@dataclass(frozen=True, repr=False)
+class Relu(Layer):
+    r"""``stax.Relu()``: the arc-cosine map of :mod:`.elementwise` on every entry, with variance
+    product :math:`C(x)_{ss} C(y)_{tt}` (``elementwise.py: ABRelu``, :math:`a=0, b=1`):
+    :math:`K' = \frac{1}{2\pi}\sqrt{q} + \dot\sigma K`, :math:`\Theta' = \dot\sigma\Theta`. The
+    per-input covariance gets the same map with :math:`C(x)_{ss}C(x)_{tt}` (on a diagonal:
+    :math:`C/2`)."""
+
+    def _build_stax(self):
+        stax = _nt_stax()
+        return stax.Relu(**self.stax_kwargs())
+
+    def info(self, i):
+        self.check_keywords()
+        self.require_gaussian(i, ValueError)  # the arc-cosine map is the ReLU kernel of a Gaussian only
+        return Info(i.shape, i.channels, False)
+
+    def single(self, st, plan):
+        var = _diag_of_single(st.cov, plan.in_mode)
+        if plan.in_mode == "full":
+            r, c = _single_var(var, "full")
+            cov, _ = relu_kernel(st.cov, r * c)
+        else:
+            cov = st.cov * 0.5  # (a^2 + b^2)/2 * cov: neural-tangents' nngp_fn_diag
+        return Single(cov, st.mask), var
+
+    def pair(self, p, aux1, aux2, plan):
+        mode = plan.in_mode
+        v1, v2 = _pair_var(aux1, aux2, mode)
+        parts = _kernel_slices(p.k)
+        prod = v1 * v2
+        if mode != "none":  # drop the kernel axis of the broadcast variances
+            prod = prod[:, :, 0]
+        else:
+            prod = prod[:, 0]
+        nngp, dot_sigma = relu_kernel(parts[0], prod, _coincident(p, mode))
+        if p.ntk in ("array", "copy"):
+            ntk = (parts[1] if p.ntk == "array" else parts[0]) * dot_sigma
+            return Pair(_stack([nngp, ntk], mode), "array", p.offset)
+        return Pair(_stack([nngp], mode), p.ntk, p.offset)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.kernels._src.base import Info
 from ntkrepro.kernels._src.layers import Layer, Pair, Plan, Single, fast_inputs, input_pair, input_single
 
 BACKENDS = ("nt", "fast")
@@ -158,6 +159,8 @@ class FastKernelFn:
         import jax.numpy as jnp
 
         spatial = tuple(in_shape[:-1])
+        # what each layer receives (shape, channels, Gaussian or not): refuse what neural-tangents refuses
+        self.model.info(Info(spatial or None, int(in_shape[-1]), False))
         plan = self.model.plan(spatial or None, "none")
         if plan.out_shape is not None:
             raise ValueError("the fast backend needs a model that ends without spatial axes "
@@ -181,11 +184,7 @@ class FastKernelFn:
             return nngp, {"array": lambda: out.k[:, 1], "copy": lambda: nngp,
                           "zero": lambda: jnp.zeros_like(nngp)}[out.ntk]()
 
-        full = "full" in {m for leaf in _leaf_plans(plan) for m in _modes(leaf.in_mode) + _modes(leaf.out_mode)}
-        split = self.split_layers
-        if split is None:  # per-layer computations pay off for large per-pair arrays only
-            split = full and max(_spatial_sizes(spatial) or [1]) >= SPLIT_MIN_POSITIONS
-        if split:
+        if self._splits(in_shape, plan):
             # one XLA computation per layer: XLA's fusion across layers (stencil into ReLU into the
             # attention operand) produced loops several times slower than the layers run separately
             first_pair = jax.jit(lambda x1, x2: input_pair(x1, x2, first, spatial_in))
@@ -200,6 +199,19 @@ class FastKernelFn:
         entry = (plan, jax.jit(single), pair)
         self._cache[key] = entry
         return entry
+
+    def _splits(self, in_shape: Sequence[int], plan: Plan | None = None) -> bool:
+        """Whether inputs of shape ``(n, *in_shape)`` run one XLA computation per leaf layer:
+        ``split_layers`` if set, else for full spatial covariances of at least
+        :data:`SPLIT_MIN_POSITIONS` positions (per-layer computations pay off for large per-pair
+        arrays only)."""
+        if self.split_layers is not None:
+            return bool(self.split_layers)
+        spatial = tuple(in_shape[:-1])
+        if plan is None:
+            plan = self.plan(tuple(in_shape))
+        full = "full" in {m for leaf in _leaf_plans(plan) for m in _modes(leaf.in_mode) + _modes(leaf.out_mode)}
+        return full and max(_spatial_sizes(spatial) or [1]) >= SPLIT_MIN_POSITIONS
 
     def _run_leaf(self, leaf: Layer, p: Any, aux1: Any, aux2: Any, plan: Plan) -> Any:
         """Evaluate one leaf layer's pair update as its own jitted XLA computation (cached per
@@ -239,6 +251,11 @@ class FastKernelFn:
 
         import jax
 
+        if not self._splits(np.shape(x1)[1:]):
+            # this model runs as one computation at this size: profile its per-layer form
+            clone = FastKernelFn(self.model, memory_budget=self.memory_budget, rows=self.rows, split_layers=True,
+                                 trim=self.trim)
+            return clone.profile_layers(x1, x2, get, mask_constant, repeats)
         recorded: list[tuple] = []
         run = self._run_leaf
 

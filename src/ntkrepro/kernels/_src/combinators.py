@@ -1,0 +1,212 @@
+r"""Combinators and branches: ``Identity``, ``FanOut``, ``FanInSum``, ``serial``, ``parallel``
+(neural-tangents ``stax/linear.py: Identity``, ``stax/branching.py``, ``stax/combinators.py``).
+
+``FanOut(n)`` copies the state to :math:`n` branches; ``parallel`` applies layer :math:`i` to branch
+:math:`i`; ``FanInSum`` of jointly Gaussian, mean-zero branches with independent output weights is
+
+.. math:: K' = \sum_b K_b,\qquad \Theta' = \sum_b \Theta_b,\qquad C' = \sum_b C_b,
+
+which needs every branch Gaussian and all of the same shape (neural-tangents refuses the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax.numpy as jnp
+
+from ntkrepro.kernels._src.base import Info, Layer, Pair, Plan, Single, _nt_stax, convert_pair, convert_single, max_mode
+
+
+@dataclass(frozen=True, repr=False)
+class Identity(Layer):
+    """``stax.Identity()``."""
+
+    def _build_stax(self):
+        stax = _nt_stax()
+        return stax.Identity()
+
+    def single(self, st, plan):
+        return st, None
+
+    def pair(self, p, aux1, aux2, plan):
+        return p
+
+
+@dataclass(frozen=True, repr=False)
+class FanOut(Layer):
+    """``stax.FanOut(num)``: ``num`` copies of the state (each in the mode its branch needs)."""
+
+    num: int
+
+    def _build_stax(self):
+        stax = _nt_stax()
+        return stax.FanOut(self.num)
+
+    def out_shape(self, shape):
+        return (shape,) * self.num
+
+    def info(self, i):
+        return (i,) * self.num
+
+    def need(self, out_mode, in_shape):
+        return max_mode(*out_mode)
+
+    def single(self, st, plan):
+        return tuple(convert_single(st, plan.in_mode, m) for m in plan.out_mode), None
+
+    def pair(self, p, aux1, aux2, plan):
+        return tuple(convert_pair(p, plan.in_mode, m) for m in plan.out_mode)
+
+
+@dataclass(frozen=True, repr=False)
+class FanInSum(Layer):
+    r"""``stax.FanInSum()``: the sum of the branches' kernels (``branching.py: FanInSum``; the
+    branches are jointly Gaussian with independent output weights)."""
+
+    def _build_stax(self):
+        stax = _nt_stax()
+        return stax.FanInSum()
+
+    def out_shape(self, shape):
+        if any(s != shape[0] for s in shape):
+            raise ValueError(f"FanInSum of different shapes {shape}")
+        return shape[0]
+
+    def info(self, infos):
+        shapes = [(i.shape, i.channels) for i in infos]
+        if any(s != shapes[0] for s in shapes):
+            raise ValueError(f"FanInSum: all shapes should be equal, got (spatial shape, channels) {shapes}")
+        gaussian = all(i.gaussian for i in infos)
+        if not gaussian and len(infos) != 1:  # the sum of non-Gaussian branches needs their means
+            raise NotImplementedError("fast backend (as neural-tangents): FanInSum needs every branch mean-zero "
+                                      f"Gaussian, got Gaussian = {[i.gaussian for i in infos]}")
+        return Info(infos[0].shape, infos[0].channels, gaussian)
+
+    def need(self, out_mode, in_shape):
+        return (out_mode,) * len(in_shape)
+
+    def single(self, sts, plan):
+        if any(s.mask is not None for s in sts):
+            raise NotImplementedError("fast backend: masking through FanInSum")
+        return Single(sum(s.cov for s in sts), None), None
+
+    def pair(self, ps, aux1, aux2, plan):
+        states = {p.ntk for p in ps}
+        if len(states) == 1 and states != {"array"}:  # none, zero or copy throughout: the same state
+            return Pair(sum(p.k for p in ps), ps[0].ntk, ps[0].offset)
+        ax = 2 if plan.out_mode != "none" else 1
+        ks = [p.k if p.ntk == "array" else
+              jnp.concatenate([p.k, p.k if p.ntk == "copy" else jnp.zeros_like(p.k)], axis=ax) for p in ps]
+        return Pair(sum(ks), "array", ps[0].offset)
+
+
+class _Serial(Layer):
+    """``stax.serial(*layers)``."""
+
+    def __init__(self, layers: Sequence[Layer]):
+        self.layers = tuple(layers)
+
+    def _build_stax(self):
+        stax = _nt_stax()
+        return stax.serial(*[l.stax() for l in self.layers])
+
+    def plan(self, in_shape, out_mode):
+        shapes = [in_shape]
+        for l in self.layers:
+            shapes.append(l.out_shape(shapes[-1]))
+        plans: list[Plan] = []
+        mode = out_mode
+        for l, sh in zip(reversed(self.layers), reversed(shapes[:-1])):
+            pl = l.plan(sh, mode)
+            plans.append(pl)
+            mode = pl.in_mode
+        plans.reverse()
+        return Plan(in_shape, shapes[-1], mode, out_mode, tuple(plans))
+
+    def out_shape(self, shape):
+        for l in self.layers:
+            shape = l.out_shape(shape)
+        return shape
+
+    def info(self, i):
+        for l in self.layers:
+            i = l.info(i)
+        return i
+
+    def need(self, out_mode, in_shape):
+        return self.plan(in_shape, out_mode).in_mode
+
+    def single(self, st, plan):
+        auxs = []
+        for l, pl in zip(self.layers, plan.children):
+            st, aux = l.single(st, pl)
+            auxs.append(aux)
+        return st, tuple(auxs)
+
+    def pair(self, p, aux1, aux2, plan):
+        return self.pair_with(_direct, p, aux1, aux2, plan)
+
+    def pair_with(self, run, p, aux1, aux2, plan):
+        for l, pl, a1, a2 in zip(self.layers, plan.children, aux1, aux2):
+            p = l.pair_with(run, p, a1, a2, pl)
+        return p
+
+    def __repr__(self):
+        return "serial(" + ", ".join(map(repr, self.layers)) + ")"
+
+
+class _Parallel(Layer):
+    """``stax.parallel(*layers)``: layer ``i`` applied to branch ``i``."""
+
+    def __init__(self, layers: Sequence[Layer]):
+        self.layers = tuple(layers)
+
+    def _build_stax(self):
+        stax = _nt_stax()
+        return stax.parallel(*[l.stax() for l in self.layers])
+
+    def out_shape(self, shape):
+        return tuple(l.out_shape(s) for l, s in zip(self.layers, shape))
+
+    def info(self, infos):
+        if len(infos) != len(self.layers):
+            raise ValueError(f"parallel of {len(self.layers)} layers on {len(infos)} branches")
+        return tuple(l.info(i) for l, i in zip(self.layers, infos))
+
+    def plan(self, in_shape, out_mode):
+        plans = tuple(l.plan(s, m) for l, s, m in zip(self.layers, in_shape, out_mode))
+        return Plan(in_shape, tuple(p.out_shape for p in plans), tuple(p.in_mode for p in plans), out_mode, plans)
+
+    def need(self, out_mode, in_shape):
+        return self.plan(in_shape, out_mode).in_mode
+
+    def single(self, sts, plan):
+        out = [l.single(s, pl) for l, s, pl in zip(self.layers, sts, plan.children)]
+        return tuple(o[0] for o in out), tuple(o[1] for o in out)
+
+    def pair(self, ps, aux1, aux2, plan):
+        return self.pair_with(_direct, ps, aux1, aux2, plan)
+
+    def pair_with(self, run, ps, aux1, aux2, plan):
+        return tuple(l.pair_with(run, p, a1, a2, pl)
+                     for l, p, a1, a2, pl in zip(self.layers, ps, aux1, aux2, plan.children))
+
+    def __repr__(self):
+        return "parallel(" + ", ".join(map(repr, self.layers)) + ")"
+
+
+def _direct(layer: Layer, p: Any, aux1: Any, aux2: Any, plan: Plan) -> Any:
+    return layer.pair(p, aux1, aux2, plan)
+
+
+def serial(*layers: Layer) -> _Serial:
+    """Compose layers (``stax.serial``)."""
+    return _Serial(layers)
+
+
+def parallel(*layers: Layer) -> _Parallel:
+    """Apply layers to the branches of a ``FanOut`` (``stax.parallel``)."""
+    return _Parallel(layers)
