@@ -7,6 +7,8 @@
 rule fast_kernels_benchmark:
     """Pairs/s of neural-tangents and kernels.fast side by side on the same blocks (H4 models at
     S = 64 and 256, H6 Struct at length 128 and 500), FLOP/s vs dense matmul, memory per block."""
+    message:
+        job_message("benchmark", "fast kernels vs neural-tangents on the same blocks")
     output:
         results=f"{R}/benchmarks/fast_kernels.json",
     log:
@@ -42,6 +44,8 @@ with open("config/paper.yaml") as _f:
 rule paper_scale_plan:
     """Pairs, FLOPs, peak memory, CPU and GPU hours and SLURM jobs of the H4 / H6 kernel rules at
     config/paper.yaml, from the fast backend timed at the paper's input sizes (ntkrepro.hron2020.benchmark)."""
+    message:
+        job_message("benchmark", "paper-scale plan of the H4/H6 kernel rules")
     input:
         "config/paper.yaml",
     output:
@@ -67,5 +71,7 @@ BENCHMARKS.append(rules.paper_scale_plan.output.results)
 
 
 rule benchmarks:
+    message:
+        job_message("benchmark", "all benchmarks")
     input:
         BENCHMARKS,
