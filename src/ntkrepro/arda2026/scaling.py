@@ -534,7 +534,7 @@ def aggregate_a1(params: dict, ctx) -> dict:
         c = _a1_summary(ctrl, [head], params, (*METRICS_A1, "final_train_loss", "initial_loss"))
         c["kinds"][head]["label_stats"] = out["kinds"][head]["label_stats"]
         c["kinds"][head]["mean_y2"] = out["kinds"][head]["mean_y2"]
-        c["width_used"] = int(min(params["widths"]))
+        c["width_used"] = int(ctrl[0]["width_used"])
         out["controls"] = {"width_fixed": c}
     return out
 
