@@ -18,6 +18,8 @@ def iv(v, lo, hi):
 def check(claim, results, expected):
     entry = make_entry(claim, results, scale="paper")
     assert entry["verdict"] == expected.value, entry["reason"]
+    if expected is Verdict.REPRODUCED:   # the control rule: every negative control rejected
+        assert entry["controls"] and all(c["rejected"] for c in entry["controls"]), entry["controls"]
     if expected is Verdict.INCONCLUSIVE:
         assert entry["power"], "an inconclusive entry needs a power line"
     assert entry["amendments"] and entry["criterion_version"] == 1 + len(entry["amendments"])
@@ -29,15 +31,21 @@ A1_PARAMS = {"n": 5000, "d": 8, "T": 16, "steps": 4000, "seeds": list(range(10))
              "widths": [8, 16, 32, 64, 128, 256], "teacher": TEACHER}
 
 
-def a1(slopes, paper=None, params=A1_PARAMS):
+FLAT_SLOPES = {"min_train_loss": (0.0, -0.05, 0.05), "approx_error": (0.01, -0.1, 0.12),
+               "lin_error": (-0.02, -0.1, 0.06)}
+
+
+def a1(slopes, paper=None, params=A1_PARAMS, control=FLAT_SLOPES):
     def kind(sl):
         return {"metrics": {k: {"slope": iv(*s), "slope_medians": iv(*s), "median": [1e-4, 5e-5]}
                             for k, s in sl.items()}, "mean_y2": 1e-3}
     kinds = {"authors": kind(slopes)}
     if paper:
         kinds["paper"] = kind(paper)
+    ctrl = {"width_fixed": {"kinds": {"authors": kind(control)}, "headline_kind": "authors", "widths": [8, 256],
+                            "seeds": list(range(10))}}
     return {"A1_width_scaling": {"kinds": kinds, "headline_kind": "authors", "widths": [8, 256],
-                                 "seeds": list(range(10)), "params": params}}
+                                 "seeds": list(range(10)), "params": params, "controls": ctrl}}
 
 
 GOOD = {"min_train_loss": (-0.52, -0.6, -0.45), "approx_error": (-0.5, -0.55, -0.45), "lin_error": (-0.5, -0.6, -0.4)}
@@ -62,6 +70,18 @@ def test_a1_verdict_uses_the_authors_teacher_and_reports_the_papers():
     e = check("A1", a1({**GOOD, **bad}, paper=GOOD), Verdict.NOT_REPRODUCED)
 
 
+@pytest.mark.parametrize("control, rejected", [
+    (FLAT_SLOPES, True),                                   # width fixed: slopes 0, outside the margin
+    (GOOD, False),                                         # a control that decays like m^-1/2 would not be
+])
+def test_a1_width_fixed_control(control, rejected):
+    e = make_entry("A1", a1(GOOD, control=control), scale="paper")
+    c = e["controls"][0]
+    assert c["name"] == "width_fixed" and c["rejected"] is rejected
+    assert e["verdict"] == ("reproduced" if rejected else "inconclusive")
+    assert e["criterion_verdict"] == "reproduced"
+
+
 def test_a1_substitutes_listed_at_reduced_scale():
     small = dict(A1_PARAMS, n=1000, steps=400, seeds=[1, 2])
     subs = get_claim("A1").evaluate(a1(GOOD, params=small), "default").substitutes
@@ -70,49 +90,167 @@ def test_a1_substitutes_listed_at_reduced_scale():
 
 
 # ------------------------------------------------------------------------------------------ A2
-def a2(p, valid=1000):
-    k = {"exponent_p": iv(*p), "log_coef_a": iv(1, 0, 2), "fits": {"rss_log": 1.0, "rss_pow": 2.0},
-         "n_boot_valid": valid, "m_star": [10, 12, 14], "n_values": [100, 1000, 10000], "target_error": 0.1,
-         "frac_boot_log_better": 0.7, "n_units": 10, "label_stats": {"1": {"mean_y2": 1e-3}}}
-    return {"A2_sample_size": {"kinds": {"authors": k}, "headline_kind": "authors",
+LOG_K, POW_K = (0.0, -0.03, 0.04), (0.16, 0.12, 0.2)
+
+
+def a2(p, valid=1000, k=LOG_K, control=((0.4, 0.35, 0.45), POW_K)):
+    def kind(p, k):
+        return {"exponent_p": iv(*p), "curvature": iv(*k), "log_coef_a": iv(1, 0, 2),
+                "fits": {"rss_log": 1.0, "rss_pow": 2.0}, "n_boot_valid": valid, "m_star": [10, 12, 14],
+                "n_values": [100, 1000, 10000], "target_error": 0.1, "frac_boot_log_better": 0.7, "n_units": 10,
+                "label_stats": {"1": {"mean_y2": 1e-3}}}
+    ctrl = {"power_growth": {"kinds": {"authors": kind(*control)}, "headline_kind": "authors"}}
+    return {"A2_sample_size": {"kinds": {"authors": kind(p, k)}, "headline_kind": "authors", "controls": ctrl,
                                "params": {"n_boot": 1000, "teacher": TEACHER, "seeds": list(range(10))}}}
 
 
-@pytest.mark.parametrize("p, valid, expected", [
-    ((0.1, 0.05, 0.2), 1000, Verdict.REPRODUCED),
-    ((0.9, 0.7, 1.1), 1000, Verdict.NOT_REPRODUCED),
-    ((0.45, 0.3, 0.6), 1000, Verdict.INCONCLUSIVE),
-    ((0.1, -2.0, 0.4), 1000, Verdict.INCONCLUSIVE),   # wholly below 0.5 but wide: must not pass
-    ((0.1, 0.05, 0.2), 100, Verdict.INCONCLUSIVE),    # m* undefined in most resamples
+@pytest.mark.parametrize("p, valid, k, expected", [
+    ((0.1, 0.05, 0.2), 1000, LOG_K, Verdict.REPRODUCED),
+    ((0.9, 0.7, 1.1), 1000, LOG_K, Verdict.NOT_REPRODUCED),
+    ((0.4, 0.35, 0.45), 1000, POW_K, Verdict.NOT_REPRODUCED),   # n^0.4: inside the old band, convex
+    ((0.45, 0.3, 0.6), 1000, LOG_K, Verdict.INCONCLUSIVE),
+    ((0.1, 0.05, 0.2), 1000, (0.05, -0.1, 0.2), Verdict.INCONCLUSIVE),   # curvature undecided
+    ((0.1, -2.0, 0.4), 1000, LOG_K, Verdict.INCONCLUSIVE),   # wholly below 0.5 but wide: must not pass
+    ((0.1, 0.05, 0.2), 100, LOG_K, Verdict.INCONCLUSIVE),    # m* undefined in most resamples
 ])
-def test_a2_four_directions(p, valid, expected):
-    check("A2", a2(p, valid), expected)
+def test_a2_four_directions(p, valid, k, expected):
+    check("A2", a2(p, valid, k), expected)
+
+
+def test_a2_control_not_rejected_caps_the_claim():
+    e = make_entry("A2", a2((0.1, 0.05, 0.2), control=((0.1, 0.05, 0.2), LOG_K)), scale="paper")
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "inconclusive"
+    assert e["controls"][0]["name"] == "power_growth" and not e["controls"][0]["rejected"]
+
+
+def _a2_errors(g, ns, widths, units=8, noise=0.03, seed=0):
+    """err[n, m, unit] = sqrt(g(n) / m) x noise: the width reaching a fixed error is proportional to g(n)."""
+    rng = np.random.default_rng(seed)
+    base = np.sqrt(np.array([g(n) for n in ns], float)[:, None, None] / np.array(widths, float)[None, :, None])
+    return base * np.exp(noise * rng.normal(size=(len(ns), len(widths), units)))
+
+
+NS, WIDTHS = [125, 250, 500, 1000, 2000, 4000], [8, 16, 32, 64, 128, 256]
+
+
+def _a2_results(err, control_err=None):
+    res = scaling.sample_size_analysis(NS, WIDTHS, err, 300, seed=0)
+    res.update(seeds=list(range(err.shape[2])), label_stats={"1": {"mean_y2": 1e-3}})
+    cerr = scaling.power_growth_errors(NS, WIDTHS, err, 0.4) if control_err is None else control_err
+    c = scaling.sample_size_analysis(NS, WIDTHS, cerr, 300, seed=0)
+    c.update(seeds=res["seeds"], label_stats=res["label_stats"])
+    return {"A2_sample_size": {"kinds": {"authors": res}, "headline_kind": "authors",
+                               "controls": {"power_growth": {"kinds": {"authors": c}, "headline_kind": "authors"}},
+                               "params": {"n_boot": 300, "teacher": TEACHER, "seeds": res["seeds"]}}}
+
+
+def test_a2_power_law_no_longer_passes_and_log_law_does():
+    """Issue 21 "Done when": a required width growing as a power of n is refuted (it passed the v2
+    band: p = 0.4 inside [-0.5, 0.5]); a log law passes, with its control (n^0.4) rejected."""
+    power = make_entry("A2", _a2_results(_a2_errors(lambda n: n**0.4, NS, WIDTHS)), scale="paper")
+    p = power["measured"]["exponent_p"]
+    assert -0.5 < p["ci_low"] and p["ci_high"] < 0.5                      # the v2 criterion said reproduced
+    assert power["parts"]["log_not_power"] == "refuted" and power["verdict"] == "not_reproduced"
+    log = make_entry("A2", _a2_results(_a2_errors(np.log, NS, WIDTHS)), scale="paper")
+    assert log["parts"] == {"exponent_p": "holds", "log_not_power": "holds"}, log["reason"]
+    assert log["verdict"] == "reproduced" and log["controls"][0]["verdict"] == "not_reproduced"
+
+
+def test_a2_curvature_and_power_growth_control_exact():
+    n = np.array(NS, float)
+    assert abs(scaling.relative_curvature(n, 7.0 * np.log(n) - 3.0)) < 1e-9     # any log law: 0
+    for p in (0.25, 0.4, 0.5):
+        k = scaling.relative_curvature(n, 2.0 * n**p)
+        assert p**2 <= k < 1.2 * p**2
+    err = _a2_errors(np.log, NS, WIDTHS, noise=0.0)
+    ms = scaling.sample_size_analysis(NS, WIDTHS, scaling.power_growth_errors(NS, WIDTHS, err, 0.4), 20, seed=0)["m_star"]
+    assert np.allclose(ms, ms[0] * (n / n[0]) ** 0.4, rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------ A3
-def a3(s, paper=None):
-    def kind(sl):
-        m = {k: {"slope": iv(*sl), "mean": [1e-4, 1e-4, 1e-4]}
-             for k in ("min_train_loss", "normalised_loss", "initial_loss")}
-        return {"metrics": m, "slope_label_var": iv(-1, -1.2, -0.8), "T_values": [4, 16, 64],
-                "teachers": [1, 2, 3, 4], "seeds": [1, 2, 3, 4]}
-    kinds = {"authors": kind(s)}
+TRAINED = ([0.1, 0.12, 0.1], [0.15, 0.2, 0.18], (0.0, -0.08, 0.06))      # ratio means, upper bounds, slope
+UNTRAINED = ([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], (0.0, 0.0, 0.0))
+RNN = ([0.3, 0.6, 0.9], [0.4, 0.7, 0.95], (0.8, 0.6, 1.0))
+
+
+def a3_kind(sl, ratio=TRAINED):
+    m = {k: {"slope": iv(*sl), "mean": [1e-4, 1e-4, 1e-4]}
+         for k in ("min_train_loss", "normalised_loss", "initial_loss")}
+    mean, high, slope = ratio
+    m["loss_over_initial"] = {"slope": iv(*slope), "mean": mean, "ci_low": [2 * v - h for v, h in zip(mean, high)], "ci_high": high}
+    return {"metrics": m, "slope_label_var": iv(-1, -1.2, -0.8), "T_values": [4, 16, 64],
+            "teachers": [1, 2, 3, 4], "seeds": [1, 2, 3, 4]}
+
+
+def a3(s, paper=None, ratio=TRAINED, controls=None):
+    kinds = {"authors": a3_kind(s, ratio)}
     if paper:
-        kinds["paper"] = kind(paper)
-    return {"A3_sequence_length": {"kinds": kinds, "headline_kind": "authors", "m": 64, "n": 5000,
+        kinds["paper"] = a3_kind(paper)
+    if controls is None:
+        controls = {"untrained": ((-1.0, -1.2, -0.8), UNTRAINED), "indrnn": ((-0.5, -0.7, -0.3), RNN)}
+    ctrl = {name: {"kinds": {"authors": a3_kind(*c)}, "headline_kind": "authors", "m": 64, "n": 5000}
+            for name, c in controls.items()}
+    return {"A3_sequence_length": {"kinds": kinds, "headline_kind": "authors", "m": 64, "n": 5000, "controls": ctrl,
                                    "params": {"steps": 4000, "seeds": [1, 2, 3, 4], "teacher_seeds": [1, 2, 3, 4],
                                               "teacher": TEACHER}}}
 
 
-@pytest.mark.parametrize("s, expected", [
-    ((0.02, -0.05, 0.08), Verdict.REPRODUCED),
-    ((-0.6, -0.9, -0.3), Verdict.REPRODUCED),        # falling with T agrees with a T-free bound
-    ((0.4, 0.2, 0.6), Verdict.NOT_REPRODUCED),
-    ((0.1, 0.02, 0.18), Verdict.INCONCLUSIVE),
-    ((0.0, -1.5, 1.5), Verdict.INCONCLUSIVE),        # underpowered
+@pytest.mark.parametrize("s, ratio, expected", [
+    ((0.02, -0.05, 0.08), TRAINED, Verdict.REPRODUCED),
+    ((-0.6, -0.9, -0.3), TRAINED, Verdict.REPRODUCED),        # falling with T agrees with a T-free bound
+    ((0.4, 0.2, 0.6), TRAINED, Verdict.NOT_REPRODUCED),
+    ((-0.9, -1.1, -0.7), UNTRAINED, Verdict.NOT_REPRODUCED),  # loss falls only because the labels shrink
+    ((-0.6, -0.9, -0.3), RNN, Verdict.NOT_REPRODUCED),        # relative loss grows with T
+    ((-0.6, -0.9, -0.3), ([0.1, 0.3, 0.45], [0.2, 0.4, 0.6], (0.3, -0.1, 0.7)), Verdict.INCONCLUSIVE),
+    ((0.1, 0.02, 0.18), TRAINED, Verdict.INCONCLUSIVE),
+    ((0.0, -1.5, 1.5), TRAINED, Verdict.INCONCLUSIVE),        # underpowered
 ])
-def test_a3_four_directions(s, expected):
-    check("A3", a3(s), expected)
+def test_a3_four_directions(s, ratio, expected):
+    check("A3", a3(s, ratio=ratio), expected)
+
+
+def test_a3_control_the_criterion_passes_caps_the_claim():
+    """An IndRNN that trains as well as the transformer is not rejected: A3 cannot tell them apart."""
+    e = make_entry("A3", a3((0.0, -0.05, 0.05), controls={"untrained": ((-1.0, -1.2, -0.8), UNTRAINED),
+                                                         "indrnn": ((0.0, -0.05, 0.05), TRAINED)}), scale="paper")
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "inconclusive"
+    assert [(c["name"], c["rejected"]) for c in e["controls"]] == [("untrained", True), ("indrnn", False)]
+
+
+def test_a3_untrained_model_no_longer_passes(tmp_path):
+    """Issue 21 "Done when": labels that shrink with T make the untrained model's absolute loss fall
+    (part 1 holds, so the v3 criterion said reproduced); its loss / initial loss is 1 at every T."""
+    from ntkrepro.io import write_json
+    from ntkrepro.run import RunContext
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for T in (4, 16, 64):
+        for t in (1, 2, 3, 4):
+            y2 = 0.05 * T**-1.0 * np.exp(0.1 * rng.normal())       # labels shrink with T at fixed nu
+            for s in (1, 2, 3):
+                trained = y2 * 0.1 * np.exp(0.05 * rng.normal())
+                rows.append({"kind": "authors", "T": T, "teacher": t, "seed": s, "min_train_loss": trained,
+                             "final_train_loss": trained, "initial_loss": y2, "normalised_loss": trained / y2,
+                             "label_stats": {"var": y2}})
+                rows.append({"kind": "authors", "model": "indrnn", "T": T, "teacher": t, "seed": s,
+                             "min_train_loss": y2 * 0.9, "final_train_loss": y2, "initial_loss": y2,
+                             "normalised_loss": 0.9, "label_stats": {"var": y2}})
+    f = tmp_path / "a3.json"
+    write_json(f, {"rows": rows})
+    prm = {"shard_files": [str(f)], "n_boot": 300, "teacher": TEACHER, "m": 64, "n": 100, "steps": 10,
+           "compare_kinds": [], "seeds": [1, 2, 3], "teacher_seeds": [1, 2, 3, 4]}
+    out = scaling.aggregate_a3(prm, RunContext(scale="smoke"))
+    out["params"] = prm
+    untrained = {"A3_sequence_length": {**out["controls"]["untrained"], "params": prm}}
+    ev = get_claim("A3").evaluate(untrained, "paper")
+    assert ev.parts["loss_vs_T"].value == "holds"           # the theorem's quantity alone passes it
+    assert ev.parts["trained_at_every_T"].value == "refuted" and ev.verdict is Verdict.NOT_REPRODUCED
+    e = make_entry("A3", {"A3_sequence_length": out}, scale="paper")
+    assert e["criterion_verdict"] == "reproduced", e["reason"]
+    assert [(c["name"], c["verdict"]) for c in e["controls"]] == [("untrained", "not_reproduced"),
+                                                                 ("indrnn", "not_reproduced")]
+    assert e["verdict"] == "reproduced"
 
 
 def test_a3_papers_teacher_reported_not_judged():
@@ -180,11 +318,18 @@ def test_a4_four_directions(tf, rnn, grad, expected):
 
 
 # ------------------------------------------------------------------------------------------ A5
-def a5(cis, slope):
-    return {"A5_attention_share": {"metrics": {"attention_share": {"ci": [iv(*c) for c in cis], "mean": [c[0] for c in cis]},
-                                               "value_share": {"mean": [0.5] * len(cis)}},
-                                   "attention_slope": iv(*slope), "widths": [8, 64, 512], "seeds": list(range(10)),
-                                   "params": {"seeds": list(range(10))}}}
+def a5_payload(cis, slope):
+    return {"metrics": {"attention_share": {"ci": [iv(*c) for c in cis], "mean": [c[0] for c in cis]},
+                        "value_share": {"mean": [0.5] * len(cis)}},
+            "attention_slope": iv(*slope), "widths": [8, 64, 512], "seeds": list(range(10))}
+
+
+FROZEN = ([(0.0, 0.0, 0.0)] * 3, (0.0, 0.0, 0.0))
+
+
+def a5(cis, slope, control=FROZEN):
+    return {"A5_attention_share": {**a5_payload(cis, slope), "params": {"seeds": list(range(10))},
+                                   "controls": {"attention_frozen": a5_payload(*control)}}}
 
 
 OK = [(0.3, 0.25, 0.35)] * 3
@@ -199,6 +344,30 @@ OK = [(0.3, 0.25, 0.35)] * 3
 ])
 def test_a5_four_directions(cis, slope, expected):
     check("A5", a5(cis, slope), expected)
+
+
+def test_a5_frozen_attention_control():
+    from ntkrepro.arda2026.ntk_share import frozen_attention_parts, shares
+
+    rng = np.random.default_rng(0)
+    parts = {k: (lambda a: a @ a.T)(rng.normal(size=(5, 5))) for k in ("output", "value", "attention")}
+    assert shares(parts)["attention_share"] > 0.05
+    sh = shares(frozen_attention_parts(parts))
+    assert sh["attention_share"] == 0.0 and abs(sh["value_share"] + sh["output_share"] - 1) < 1e-12
+    e = make_entry("A5", a5(OK, (0.0, -0.02, 0.02)), scale="paper")
+    assert e["controls"][0]["verdict"] == "not_reproduced" and e["verdict"] == "reproduced"
+    e = make_entry("A5", a5(OK, (0.0, -0.02, 0.02), control=(OK, (0.0, -0.02, 0.02))), scale="paper")
+    assert e["verdict"] == "inconclusive" and not e["controls"][0]["rejected"]
+
+
+def test_a4_indrnn_as_transformer_control():
+    """The IndRNN in the transformer's place: its error grows, so flatness is refuted; a flat IndRNN
+    would not be rejected and would cap the claim."""
+    e = make_entry("A4", a4(FLAT, GROWS, BLOWS), scale="paper")
+    assert e["controls"][0]["name"] == "indrnn_as_transformer" and e["controls"][0]["verdict"] == "not_reproduced"
+    e = make_entry("A4", a4(FLAT, (0.3, 0.16, 0.44), BLOWS), scale="paper")
+    assert e["criterion_verdict"] == "reproduced"
+    assert e["controls"][0]["verdict"] == "not_reproduced"     # IndRNN Delta wholly above 0.15: not flat
 
 
 # ------------------------------------------------------------------------------------------ aggregation

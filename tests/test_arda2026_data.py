@@ -111,6 +111,11 @@ def test_aggregations_on_synthetic_shards(tmp_path):
                           for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss", "val_loss")}}
                 if kind == "authors":
                     row["lin_error"] = float(m**-0.5 * np.exp(0.01 * rng.normal()))
+                    # the width_fixed control: the width-8 model's numbers in every column, with draw noise
+                    rows.append({"kind": kind, "control": "width_fixed", "seed": s, "m": m, "width_used": 8,
+                                 **{k: float(teacher_level * 8**-0.5 * np.exp(0.05 * rng.normal()))
+                                    for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss",
+                                              "lin_error")}})
                 rows.append(row)
     files = []
     for k in range(2):
@@ -124,6 +129,11 @@ def test_aggregations_on_synthetic_shards(tmp_path):
             s = out["kinds"][kind]["metrics"][metric]["slope"]
             assert s["ci_low"] < -0.5 < s["ci_high"] and s["ci_high"] - s["ci_low"] < 0.05
     assert out["kinds"]["paper"]["mean_y2"] == pytest.approx(4e-3)
+    ctrl = out["controls"]["width_fixed"]
+    assert list(ctrl["kinds"]) == ["authors"] and ctrl["widths"] == widths
+    for metric in scaling.METRICS_A1:   # fixed width: slope 0 within draw noise, far from -1/2
+        s = ctrl["kinds"]["authors"]["metrics"][metric]["slope"]
+        assert -0.2 < s["ci_low"] <= s["ci_high"] < 0.2
     write_json(tmp_path / "dup.json", {"rows": rows[:1]})
     with pytest.raises(ValueError, match="duplicate"):
         scaling.aggregate_a1(dict(prm, shard_files=files + [str(tmp_path / "dup.json")]), RunContext(scale="smoke"))
@@ -141,6 +151,13 @@ def test_aggregations_on_synthetic_shards(tmp_path):
     assert a2["fits"]["rss_log"] < a2["fits"]["rss_pow"]
     assert a2["exponent_p"]["ci_high"] < 0.5 and a2["label_stats"] == {"1": {"mean_y2": 1e-3}}
     np.testing.assert_allclose(np.array(a2["m_star"]) / np.log(ns), a2["m_star"][0] / np.log(100), rtol=0.05)
+    a2_all = scaling.aggregate_a2({"shard_files": [str(tmp_path / "a2.json")], "n_boot": 200, "boot_seed": 0,
+                                   "teacher": t, "compare_kinds": []}, RunContext(scale="smoke"))
+    assert a2["curvature"]["ci_high"] < 1 / 16                    # a log law is not convex in log n
+    pg = a2_all["controls"]["power_growth"]["kinds"]["authors"]     # the control: m* ~ n^0.4
+    np.testing.assert_allclose(np.log(pg["m_star"]), np.log(pg["m_star"][0]) + 0.4 * np.log(np.array(ns) / 100),
+                               atol=1e-6)
+    assert pg["curvature"]["ci_low"] > 1 / 16 and -0.5 < pg["exponent_p"]["ci_low"] < pg["exponent_p"]["ci_high"] < 0.5
 
 
 def test_indrnn_init_is_pairwise_symmetric():

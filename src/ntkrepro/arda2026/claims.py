@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ntkrepro.ledger import Evaluation, Results, load_claim_spec, one_result, register, verdict_of
+import numpy as np
+
+from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register, register_control,
+                             stored_control, verdict_of)
 from ntkrepro.stats import Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
 
 PAPER = "arda2026"
@@ -75,6 +78,16 @@ def _fmt(iv: Interval) -> str:
     return f"{iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
 
 
+def _stored(results: Results, name: str) -> dict[str, Any]:
+    """:func:`ntkrepro.ledger.stored_control` with the run's ``params`` carried over (the compute rule
+    stores the control's payload beside the results; the criteria read the sizes from ``params``)."""
+    out = stored_control(results, name)
+    for stem, r in out.items():
+        if "params" not in r and isinstance(results[stem], Mapping) and "params" in results[stem]:
+            out[stem] = {**r, "params": results[stem]["params"]}
+    return out
+
+
 # ------------------------------------------------------------------------------------------ A1
 A1_MARGIN = (-0.65, -0.35)
 A1_METRICS = ("min_train_loss", "approx_error", "lin_error")
@@ -124,8 +137,18 @@ def evaluate_a1(results: Results, scale: str) -> Evaluation:
     return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts)
 
 
+@register_control("A1", "width_fixed")
+def control_a1_width_fixed(results: Results) -> Results:
+    """The smallest-width model at every width column (its own init and draws per column), computed by
+    :func:`ntkrepro.arda2026.scaling.run_a1_width_fixed` beside the real run."""
+    return _stored(results, "width_fixed")
+
+
 # ------------------------------------------------------------------------------------------ A2
 A2_MARGIN = (-0.5, 0.5)
+#: The smallest power growth n^p the criterion must tell from log n (p = 1/4); curvature bound p^2.
+A2_POWER_MIN = 0.25
+A2_CURVATURE = A2_POWER_MIN**2
 
 
 @register(load_claim_spec(PAPER, "A2"))
@@ -134,37 +157,53 @@ def evaluate_a2(results: Results, scale: str) -> Evaluation:
     head = r["headline_kind"]
     res = r["kinds"][head]
     p = _interval(res["exponent_p"])
+    k = _interval(res["curvature"])
     valid = res["n_boot_valid"] >= 0.5 * r["params"]["n_boot"]
-    st = equivalence(p, *A2_MARGIN) if valid else Status.UNDECIDED
+    parts = {"exponent_p": equivalence(p, *A2_MARGIN) if valid else Status.UNDECIDED,
+             "log_not_power": at_most(k, A2_CURVATURE) if valid else Status.UNDECIDED}
     fits = res["fits"]
     measured: dict[str, Any] = {
-        "exponent_p": p, "log_coef_a": _interval(res["log_coef_a"]), "m_star": res["m_star"],
+        "exponent_p": p, "curvature": k, "log_coef_a": _interval(res["log_coef_a"]), "m_star": res["m_star"],
         "n_values": res["n_values"], "target_error": res["target_error"], "rss_log": fits["rss_log"],
         "rss_pow": fits["rss_pow"], "frac_boot_log_better": res["frac_boot_log_better"],
         "n_boot_valid": res["n_boot_valid"], "n_teacher_draws": res["n_units"]}
     power: list[PowerLine] = []
-    if st is Status.UNDECIDED:
-        power += _power("A2 exponent p", p, list(A2_MARGIN), res["n_units"], "teacher draws")
-        if not power:
-            power.append(PowerLine("A2 exponent p (m* undefined in more than half the resamples)", p.half_width,
-                                   0.0, "teacher draws", float(res["n_units"]), float("inf")))
+    for name, iv, th in (("exponent_p", p, list(A2_MARGIN)), ("log_not_power", k, [A2_CURVATURE])):
+        if parts[name] is Status.UNDECIDED:
+            pl = _power(f"A2 {name}", iv, th, res["n_units"], "teacher draws")
+            power += pl or [PowerLine(f"A2 {name} (m* undefined in more than half the resamples)", iv.half_width,
+                                      0.0, "teacher draws", float(res["n_units"]), float("inf"))]
     reason = (f"{_NAME[head]}: m*(n) = {[round(v, 1) for v in res['m_star']]} at n = {res['n_values']}; exponent "
-              f"p = {_fmt(p)} -> {st.value}; RSS log {fits['rss_log']:.3g} vs power {fits['rss_pow']:.3g} "
-              f"(description)" + ("" if valid else "; too few valid bootstrap resamples"))
+              f"p = {_fmt(p)} -> {parts['exponent_p'].value}; relative curvature of m* in log n {_fmt(k)} "
+              f"(log law 0, n^p gives p^2; bound {A2_CURVATURE:.4g} = (1/4)^2) -> {parts['log_not_power'].value}; "
+              f"RSS log {fits['rss_log']:.3g} vs power {fits['rss_pow']:.3g} (description)"
+              + ("" if valid else "; too few valid bootstrap resamples"))
     for kind, other in r["kinds"].items():
         if kind != head:
-            q = _interval(other["exponent_p"])
+            q, kq = _interval(other["exponent_p"]), _interval(other["curvature"])
             measured[f"exponent_p_{kind}_teacher"] = q
-            reason += f" | {_NAME[kind]} (not judged): p = {_fmt(q)}"
+            measured[f"curvature_{kind}_teacher"] = kq
+            reason += (f" | {_NAME[kind]} (not judged): p = {_fmt(q)} -> {equivalence(q, *A2_MARGIN).value}, "
+                       f"curvature {_fmt(kq)} -> {at_most(kq, A2_CURVATURE).value}")
     t = r["params"]["teacher"]
     mean_y2 = sum(v["mean_y2"] for v in res["label_stats"].values()) / max(1, len(res["label_stats"]))
     subs = substitutes_for("A2", r["params"], scale) + [
         teacher_note(head, t, mean_y2), "metric: approximation error (no training) for the n sweep"]
-    return Evaluation(measured, verdict_of(st), reason, substitutes=subs, power=power, parts={"exponent_p": st})
+    return Evaluation(measured, verdict_of(combine(list(parts.values()))), reason, substitutes=subs, power=power,
+                      parts=parts)
+
+
+@register_control("A2", "power_growth")
+def control_a2_power_growth(results: Results) -> Results:
+    """The measured errors rescaled per n so that m*(n) grows like n^0.4
+    (:func:`ntkrepro.arda2026.scaling.power_growth_errors`, computed in the aggregation)."""
+    return _stored(results, "power_growth")
 
 
 # ------------------------------------------------------------------------------------------ A3
 A3_BOUND = 0.1
+#: Training must at least halve the loss at every T (ratio min loss / initial loss <= 1/2).
+A3_TRAIN_FACTOR = 2.0
 
 
 @register(load_claim_spec(PAPER, "A3"))
@@ -174,35 +213,66 @@ def evaluate_a3(results: Results, scale: str) -> Evaluation:
     res = r["kinds"][head]
     met = res["metrics"]
     s = _interval(met["min_train_loss"]["slope"])
-    st = at_most(s, A3_BOUND)
+    q = _interval(met["loss_over_initial"]["slope"])
+    lo = met["loss_over_initial"]
+    per_T = [Interval(v, a, b, 0.95, "hierarchical bootstrap") for v, a, b in zip(lo["mean"], lo["ci_low"], lo["ci_high"])]
+    limit = 1.0 / A3_TRAIN_FACTOR
+    parts = {"loss_vs_T": at_most(s, A3_BOUND),
+             "trained_at_every_T": combine([at_most(iv, limit) for iv in per_T]),
+             "relative_loss_vs_T": at_most(q, A3_BOUND)}
     n_teachers = len(res["teachers"])
-    ratio = [a / b for a, b in zip(met["min_train_loss"]["mean"], met["initial_loss"]["mean"])]
     measured: dict[str, Any] = {
-        "slope_abs_loss_vs_T": s, "slope_normalised_loss_vs_T": _interval(met["normalised_loss"]["slope"]),
+        "slope_abs_loss_vs_T": s, "slope_loss_over_initial_vs_T": q,
+        "loss_over_initial_max_T": per_T[int(np.argmax([iv.high for iv in per_T]))],
+        "slope_normalised_loss_vs_T": _interval(met["normalised_loss"]["slope"]),
         "slope_label_var_vs_T": _interval(res["slope_label_var"]),
         "slope_initial_loss_vs_T": _interval(met["initial_loss"]["slope"]),
         "T_values": res["T_values"], "mean_loss": met["min_train_loss"]["mean"],
-        "mean_normalised_loss": met["normalised_loss"]["mean"], "loss_over_initial": ratio,
+        "mean_normalised_loss": met["normalised_loss"]["mean"], "loss_over_initial": lo["mean"],
+        "loss_over_initial_ci_high": lo["ci_high"],
         "n_teachers_per_T": n_teachers, "n_seeds_per_teacher": len(res["seeds"]), "m": r["m"], "n": r["n"]}
-    power = _power("A3 slope of log loss vs log T", s, [A3_BOUND], n_teachers, "teacher draws per T") \
-        if st is Status.UNDECIDED else []
-    reason = (f"{_NAME[head]}: absolute loss slope {_fmt(s)} over T = {res['T_values']} -> {st.value}; "
+    power: list[PowerLine] = []
+    size = (n_teachers, "teacher draws per T")
+    if parts["loss_vs_T"] is Status.UNDECIDED:
+        power += _power("A3 slope of log loss vs log T", s, [A3_BOUND], *size)
+    if parts["relative_loss_vs_T"] is Status.UNDECIDED:
+        power += _power("A3 slope of log(loss/initial loss) vs log T", q, [A3_BOUND], *size)
+    if parts["trained_at_every_T"] is Status.UNDECIDED:
+        worst = max(per_T, key=lambda iv: iv.high)
+        power += _power("A3 loss/initial loss (worst T)", worst, [limit], *size)
+    reason = (f"{_NAME[head]}: absolute loss slope {_fmt(s)} over T = {res['T_values']} -> "
+              f"{parts['loss_vs_T'].value}; loss/initial loss per T {[round(v, 3) for v in lo['mean']]} (upper "
+              f"bounds {[round(v, 3) for v in lo['ci_high']]}, must be <= {limit:g}) -> "
+              f"{parts['trained_at_every_T'].value}; its slope vs T {_fmt(q)} -> {parts['relative_loss_vs_T'].value}; "
               f"described: loss/label variance slope {_fmt(measured['slope_normalised_loss_vs_T'])}, label "
-              f"variance slope {_fmt(measured['slope_label_var_vs_T'])}, loss/initial loss "
-              f"{[round(v, 3) for v in ratio]}")
+              f"variance slope {_fmt(measured['slope_label_var_vs_T'])}, initial loss slope "
+              f"{_fmt(measured['slope_initial_loss_vs_T'])}")
     if "indrnn" in res:
-        q = _interval(res["indrnn"]["slope"])
-        measured["slope_abs_loss_vs_T_indrnn"] = q
+        qq = _interval(res["indrnn"]["slope"])
+        measured["slope_abs_loss_vs_T_indrnn"] = qq
         measured["mean_loss_indrnn"] = res["indrnn"]["mean"]
-        reason += f" | IndRNN contrast on the same data (not judged): slope {_fmt(q)}"
+        reason += f" | IndRNN on the same data (its control entry judges it): slope {_fmt(qq)}"
     for kind, other in r["kinds"].items():
         if kind != head:
-            q = _interval(other["metrics"]["min_train_loss"]["slope"])
-            measured[f"slope_abs_loss_vs_T_{kind}_teacher"] = q
-            reason += f" | {_NAME[kind]} (not judged): slope {_fmt(q)} -> {at_most(q, A3_BOUND).value}"
+            qk = _interval(other["metrics"]["min_train_loss"]["slope"])
+            measured[f"slope_abs_loss_vs_T_{kind}_teacher"] = qk
+            reason += f" | {_NAME[kind]} (not judged): slope {_fmt(qk)} -> {at_most(qk, A3_BOUND).value}"
     t = r["params"]["teacher"]
     subs = substitutes_for("A3", r["params"], scale) + [teacher_note(head, t)]
-    return Evaluation(measured, verdict_of(st), reason, substitutes=subs, power=power, parts={"loss_vs_T": st})
+    return Evaluation(measured, verdict_of(combine(list(parts.values()))), reason, substitutes=subs, power=power,
+                      parts=parts)
+
+
+@register_control("A3", "untrained")
+def control_a3_untrained(results: Results) -> Results:
+    """Every unit's loss before training (:func:`ntkrepro.arda2026.scaling.untrained_rows`)."""
+    return _stored(results, "untrained")
+
+
+@register_control("A3", "indrnn")
+def control_a3_indrnn(results: Results) -> Results:
+    """The IndRNN trained on the same data and T grid with the same projected GD (``indrnn_seeds``)."""
+    return _stored(results, "indrnn")
 
 
 # ------------------------------------------------------------------------------------------ A4
@@ -246,6 +316,21 @@ def evaluate_a4(results: Results, scale: str) -> Evaluation:
                       parts=parts)
 
 
+@register_control("A4", "indrnn_as_transformer")
+def control_a4_indrnn_as_transformer(results: Results) -> Results:
+    """The IndRNN's measured numbers in the transformer's place (minimum validation MSE and block-max
+    gradient norm), the IndRNN parts unchanged: derived from the same run."""
+    out: dict[str, Any] = {}
+    for stem, r in results.items():
+        if stem.startswith("A4_lag_forecasting"):
+            m = dict(r["metrics"])
+            m["tf_min_val"], m["tf_grad_blockmax"] = m["rnn_min_val"], m["rnn_grad_blockmax"]
+            out[stem] = {**r, "metrics": m}
+        else:
+            out[stem] = r
+    return out
+
+
 # ------------------------------------------------------------------------------------------ A5
 A5_FLOOR, A5_SLOPE = 0.01, 0.1
 
@@ -277,3 +362,10 @@ def evaluate_a5(results: Results, scale: str) -> Evaluation:
         "no teacher (NTK at initialisation on Gaussian inputs, tokens rescaled to norm <= 1)"]
     return Evaluation(measured, verdict_of(combine(list(parts.values()))), reason, substitutes=subs, power=power,
                       parts=parts)
+
+
+@register_control("A5", "attention_frozen")
+def control_a5_attention_frozen(results: Results) -> Results:
+    """The NTK of the model with W = 0 and frozen, on the same inputs and initialisations
+    (:func:`ntkrepro.arda2026.ntk_share.frozen_attention_parts`)."""
+    return _stored(results, "attention_frozen")

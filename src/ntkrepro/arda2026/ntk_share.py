@@ -31,9 +31,35 @@ def shares(parts: dict) -> dict[str, float]:
     return out
 
 
+def frozen_attention_parts(parts: dict) -> dict:
+    """The NTK parts of A5's negative control ``attention_frozen``: the model evaluated with
+    :math:`W = 0` (uniform attention) and :math:`W` frozen, i.e. not a parameter, so its part is 0."""
+    out = {k: np.asarray(v, np.float64) for k, v in parts.items()}
+    out["attention"] = np.zeros_like(out["attention"])
+    return out
+
+
+def _summary(widths, seeds, vals: dict, nb: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"widths": list(widths), "seeds": list(seeds), "metrics": {}}
+    for k, v in vals.items():
+        per_width = [stats.bootstrap_ci(v[i], n_boot=nb, seed=i).as_dict() for i in range(v.shape[0])]
+        out["metrics"][k] = {"values": v.tolist(), "mean": v.mean(axis=1).tolist(), "ci": per_width}
+    a = vals["attention_share"]
+    if np.all(a > 0):
+        out["attention_slope"] = stats.bootstrap_slope(np.array(widths, float), a, log=True, n_boot=nb,
+                                                       center=np.mean).as_dict()
+    else:  # a share that is 0 has no log-log slope; the share itself does not move with width
+        out["attention_slope"] = stats.bootstrap_slope(np.array(widths, float), a, log=False, n_boot=nb,
+                                                       center=np.mean).as_dict()
+        out["attention_slope"]["method"] += " (share not positive: slope of the share vs width, not log-log)"
+    return out
+
+
 def run_a5(params: dict, ctx) -> dict:
-    """Shares of the NTK parts for every width and seed (one job: it is cheap)."""
+    """Shares of the NTK parts for every width and seed (one job: it is cheap), and the negative
+    control ``attention_frozen`` (W = 0 and frozen) on the same inputs."""
     import jax
+    import jax.numpy as jnp
 
     from ntkrepro.arda2026.model import init_params, ntk_parts
 
@@ -42,6 +68,7 @@ def run_a5(params: dict, ctx) -> dict:
 
     names = ("attention_share", "value_share", "output_share", "attention_frob_share")
     vals = {k: np.zeros((len(params["widths"]), len(params["seeds"]))) for k in names}
+    ctrl = {k: np.zeros_like(v) for k, v in vals.items()}
     for i, m in enumerate(ctx.progress(params["widths"], desc="A5 widths")):
         for j, seed in enumerate(params["seeds"]):
             key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), int(m))
@@ -49,14 +76,12 @@ def run_a5(params: dict, ctx) -> dict:
                               int(params["n_inputs"]), int(params["d"]), int(params["T"]))
             p = init_params(key, int(m), int(params["d"]))
             sh = shares({k: np.asarray(v) for k, v in _parts(p, X).items()})
+            p0 = p._replace(W=jnp.zeros_like(p.W))
+            shc = shares(frozen_attention_parts(_parts(p0, X)))
             for k in names:
                 vals[k][i, j] = sh[k]
-    out: dict[str, Any] = {"widths": list(params["widths"]), "seeds": list(params["seeds"]), "metrics": {}}
+                ctrl[k][i, j] = shc[k]
     nb = int(params["n_boot"])
-    for k in names:
-        v = vals[k]
-        per_width = [stats.bootstrap_ci(v[i], n_boot=nb, seed=i).as_dict() for i in range(v.shape[0])]
-        out["metrics"][k] = {"values": v.tolist(), "mean": v.mean(axis=1).tolist(), "ci": per_width}
-    out["attention_slope"] = stats.bootstrap_slope(np.array(params["widths"], float), vals["attention_share"],
-                                                   log=True, n_boot=nb, center=np.mean).as_dict()
+    out = _summary(params["widths"], params["seeds"], vals, nb)
+    out["controls"] = {"attention_frozen": _summary(params["widths"], params["seeds"], ctrl, nb)}
     return out

@@ -41,6 +41,8 @@ import numpy as np
 from ntkrepro import stats
 
 METRICS_A1 = ("min_train_loss", "approx_error", "lin_error")
+#: A2's negative control: m*(n) made to grow like n^0.4 (the growth the v2 band [-0.5, 0.5] accepted).
+A2_CONTROL_POWER = 0.4
 POINT = {"A1": "m", "A2": "n", "A3": "T"}
 
 
@@ -99,11 +101,15 @@ def balance(items: Sequence[Any], costs: Sequence[float], K: int) -> list[list[A
 def _task_cost(section: Mapping[str, Any], task: Mapping[str, Any], claim: str) -> float:
     """Relative cost of a task (training work ~ n m T per step; a constant for start-up and compiles)."""
     if claim == "A1":
-        lin = 1.3 if task["kind"] == section["teacher"]["kind"] else 1.0
-        return lin * sum(section["widths"]) * len(task["seeds"]) + 8.0
+        if task["kind"] != section["teacher"]["kind"]:
+            return sum(section["widths"]) * len(task["seeds"]) + 8.0
+        # the verdict's teacher: linearisation search, and the width_fixed control (min width at every column)
+        width_units = sum(section["widths"]) + len(section["widths"]) * min(section["widths"])
+        return 1.3 * width_units * len(task["seeds"]) + 8.0
     if claim == "A2":
         return float(len(task["seeds"])) + 1.0
-    return float(task["T"]) * len(task["teachers"]) * len(section["seeds"]) + 8.0
+    rnn = len(section.get("indrnn_seeds", [])) if task["kind"] == section["teacher"]["kind"] else 0
+    return float(task["T"]) * len(task["teachers"]) * (len(section["seeds"]) + rnn) + 8.0
 
 
 def shard_tasks(section: Mapping[str, Any], claim: str, shard: int) -> list[dict[str, Any]]:
@@ -257,6 +263,42 @@ def run_a1_unit(section: Mapping[str, Any], kind: str, seed: int, *, linearisati
             row["lin_error"] = worst_case_linearisation_error(klin, p0, jnp.asarray(D["X_train"]),
                                                               float(section["rho"]), int(section["lin_search_steps"]))
         rows.append(row)
+    if linearisation:  # the negative control runs beside the verdict's teacher only
+        rows += run_a1_width_fixed(section, kind, seed, D)
+    return rows
+
+
+def width_fixed_stream(seed: int, column: int) -> int:
+    """Seed of the width-``min(widths)`` draws of the ``width_fixed`` control at width column ``column``
+    (independent of :func:`.teacher.approx_stream` and of every teacher stream)."""
+    return 1_000_000 * (int(seed) + 1) + 500_000 + int(column)
+
+
+def run_a1_width_fixed(section: Mapping[str, Any], kind: str, seed: int, D: Mapping[str, Any]) -> list[dict[str, Any]]:
+    r"""A1's negative control ``width_fixed``: at every width column m, a model of the SMALLEST width
+    :math:`m_0` with its own initialisation, its own :math:`m_0` draws for the approximation error and
+    its own worst-case search, trained like the real units. Its errors cannot depend on the column's m
+    (only the draws change), so the per-seed slopes vs m have mean 0 up to draw noise."""
+    import jax
+    import jax.numpy as jnp
+
+    from ntkrepro.arda2026 import model
+    from ntkrepro.arda2026.teacher import transport_mean
+
+    T, d, m0 = int(section["T"]), int(section["d"]), int(min(section["widths"]))
+    rows = []
+    for m in section["widths"]:
+        kinit, klin = jax.random.split(jax.random.fold_in(student_key(seed, m, T), 2))
+        p0 = model.init_params(kinit, m0, d)
+        fhat = transport_mean(width_fixed_stream(seed, int(m)), m0, D["X"], D["teacher"],
+                              dtype=np.asarray(D["X"]).dtype)
+        row: dict[str, Any] = {"kind": kind, "control": "width_fixed", "seed": int(seed), "m": int(m),
+                               "width_used": m0, "approx_error": float(np.max(np.abs(fhat - D["y"])))}
+        tr = train_student(section, p0, D["X_train"], D["y_train"])
+        row.update({k: v for k, v in tr.items() if k != "params"})
+        row["lin_error"] = worst_case_linearisation_error(klin, p0, jnp.asarray(D["X_train"]),
+                                                          float(section["rho"]), int(section["lin_search_steps"]))
+        rows.append(row)
     return rows
 
 
@@ -318,7 +360,7 @@ def run_a3_teacher(section: Mapping[str, Any], kind: str, T: int, teacher_seed: 
         rows.append({"kind": kind, "T": int(T), "teacher": int(teacher_seed), "seed": int(s), "m": m, "n": n,
                      "label_stats": st, **{k: v for k, v in tr.items() if k != "params"},
                      "normalised_loss": tr["min_train_loss"] / st["var"]})
-    for s in section.get("indrnn_seeds", []):
+    for s in (section.get("indrnn_seeds", []) if kind == section["teacher"]["kind"] else []):  # A3's control
         rows.append({"kind": kind, "model": "indrnn", "T": int(T), "teacher": int(teacher_seed), "seed": int(s),
                      "m": m, "n": n, "label_stats": st, **train_indrnn_student(section, s, T, teacher_seed, D)})
     return rows
@@ -451,29 +493,49 @@ def summarise(x: np.ndarray, vals: np.ndarray, *, n_boot: int, seed: int = 0, pa
     return out
 
 
-def aggregate_a1(params: dict, ctx) -> dict:
-    """A1 per teacher kind: per-width medians, mean +-95 % CI, per-unit slopes, fits to medians."""
-    from ntkrepro.io import read_json
-
-    rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
-    out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"]}
+def _a1_summary(rows: Sequence[Mapping[str, Any]], kinds: Sequence[str], params: Mapping[str, Any],
+                metrics: Sequence[str]) -> dict[str, Any]:
+    """A1 per teacher kind (``kinds``, the verdict's first) on unit ``rows``: per-width medians, mean
+    +-95 % CI, per-unit slopes, fits to medians."""
+    out: dict[str, Any] = {"kinds": {}, "headline_kind": kinds[0]}
     lin_rows = [r for r in rows if "lin_error" in r]
     grids: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()  # (widths, seeds) of every metric's grid
-    for kind in teacher_kinds(params):
+    for kind in kinds:
         kr = [r for r in rows if r["kind"] == kind]
         res: dict[str, Any] = {"metrics": {}}
-        for metric in (*METRICS_A1, "final_train_loss", "initial_loss", "val_loss"):
+        for metric in metrics:
             src = lin_rows if metric == "lin_error" else kr
             (widths, seeds), vals = grid(src, ("m", "seed"), metric)
             grids.add((tuple(widths), tuple(seeds)))
             res["metrics"][metric] = summarise(np.array(widths, float), vals, n_boot=int(params["n_boot"]), paired=True)
-        res["label_stats"] = {str(r["seed"]): r["label_stats"] for r in kr}
-        res["mean_y2"] = float(np.mean([v["mean_y2"] for v in res["label_stats"].values()]))
+        res["label_stats"] = {str(r["seed"]): r["label_stats"] for r in kr if "label_stats" in r}
+        res["mean_y2"] = float(np.mean([v["mean_y2"] for v in res["label_stats"].values()])) \
+            if res["label_stats"] else float("nan")
         res["seeds"] = seeds
         out["kinds"][kind] = res
     if len(grids) != 1:  # one (widths, seeds) grid for every metric and kind, so the recorded one is everyone's
         raise ValueError(f"A1 metrics were computed on different (widths, seeds) grids: {sorted(grids)}")
     out["widths"], out["seeds"] = (list(v) for v in grids.pop())
+    return out
+
+
+def aggregate_a1(params: dict, ctx) -> dict:
+    """A1 per teacher kind: per-width medians, mean +-95 % CI, per-unit slopes, fits to medians; and the
+    negative control ``width_fixed`` (:func:`run_a1_width_fixed`, verdict's teacher) in the same layout."""
+    from ntkrepro.io import read_json
+
+    rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
+    real = [r for r in rows if "control" not in r]
+    out = _a1_summary(real, teacher_kinds(params), params,
+                      (*METRICS_A1, "final_train_loss", "initial_loss", "val_loss"))
+    head = params["teacher"]["kind"]
+    ctrl = [r for r in rows if r.get("control") == "width_fixed"]
+    if ctrl:
+        c = _a1_summary(ctrl, [head], params, (*METRICS_A1, "final_train_loss", "initial_loss"))
+        c["kinds"][head]["label_stats"] = out["kinds"][head]["label_stats"]
+        c["kinds"][head]["mean_y2"] = out["kinds"][head]["mean_y2"]
+        c["width_used"] = int(ctrl[0]["width_used"])
+        out["controls"] = {"width_fixed": c}
     return out
 
 
@@ -506,6 +568,51 @@ def growth_fits(n: np.ndarray, mstar: np.ndarray) -> dict[str, float]:
             "rss_pow": rss_pow, "p_loglog": float(p0)}
 
 
+def relative_curvature(n: np.ndarray, mstar: np.ndarray) -> float:
+    r"""Relative curvature of :math:`m^\ast` in :math:`u = \log n` at the centre of the range:
+    :math:`\kappa = 2c_2/c_0` from the least-squares quadratic :math:`m^\ast = c_0 + c_1 u + c_2 u^2`
+    (:math:`u` centred on the mean of :math:`\log n`; at least three n).
+
+    Any log law :math:`a\log n + b` is linear in :math:`u`, so :math:`\kappa = 0` whatever ``a`` and
+    ``b``; a power law :math:`Cn^p` has :math:`m^{\ast\prime\prime}/m^\ast = p^2` at every
+    :math:`u`, so :math:`\kappa \approx p^2` (exactly :math:`(2\cosh(ph)-2)/h^2 \ge p^2` for three
+    points spaced :math:`h` in :math:`u`). It separates the two laws where the log-log exponent
+    cannot: at these n a log law's own local exponent :math:`a/m^\ast` is 0.1-0.3.
+    """
+    u = np.log(np.asarray(n, float))
+    u = u - u.mean()
+    m = np.asarray(mstar, float)
+    if u.size < 3:
+        raise ValueError("the curvature needs at least three n values")
+    c2, _c1, c0 = np.polyfit(u, m, 2)
+    return float(2.0 * c2 / c0) if c0 > 0 else float("nan")
+
+
+def power_growth_errors(ns: Sequence[int], widths: Sequence[int], err: np.ndarray, p: float) -> np.ndarray:
+    r"""A2's negative control: the measured errors ``err[n, width, unit]`` rescaled by one constant per
+    n so that the point estimate of :math:`m^\ast(n)` (target and per-n fits of
+    :func:`sample_size_analysis`) becomes :math:`m^\ast(n_{min})\,(n/n_{min})^p`, a power law; the
+    teacher-draw noise of the measured errors is kept (the bootstrap resamples them as for the claim).
+
+    With :math:`\log \mathrm{med}_n(m) = a_n + b_n\log m` the scale is :math:`\log s_n = \log
+    \varepsilon - a_n - b_n \log M_n` (:math:`M_n` the wanted width); it needs :math:`b_n < 0`.
+    """
+    x = np.log(np.asarray(widths, float))
+    nn = np.asarray(ns, float)
+    med = np.median(err, axis=2)
+    fits = [np.polyfit(x, np.log(med[i]), 1) for i in range(len(ns))]
+    b0, a0 = fits[0]
+    target = a0 + b0 * float(np.mean(x))  # log target: median error at n_min, geometric middle width
+    if any(b >= 0 for b, _ in fits):
+        raise ValueError("the power-growth control needs errors that fall with width at every n")
+    m0 = math.exp((target - a0) / b0)
+    out = np.array(err, float, copy=True)
+    for i, (b, a) in enumerate(fits):
+        log_want = math.log(m0) + p * math.log(nn[i] / nn[0])
+        out[i] *= math.exp(target - a - b * log_want)
+    return out
+
+
 def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarray, n_boot: int, *, seed: int,
                          level: float = 0.95) -> dict[str, Any]:
     r"""A2 on an error array ``err[n, width, unit]``: target, :math:`m^\ast(n)`, fits and intervals.
@@ -531,7 +638,7 @@ def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarr
     fits = growth_fits(nn, mstar)
     rng = np.random.default_rng(seed)
     q = round((1 - level) / 2, 12)  # 0.025 exactly for level 0.95
-    boot_p, boot_a, boot_better = [], [], []
+    boot_p, boot_a, boot_better, boot_k = [], [], [], []
     n_units = err.shape[2]
     for _ in range(int(n_boot)):
         idx = rng.integers(0, n_units, n_units)
@@ -542,6 +649,7 @@ def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarr
         boot_p.append(f["p_loglog"])
         boot_a.append(f["log_a"])
         boot_better.append(f["rss_log"] <= f["rss_pow"])
+        boot_k.append(relative_curvature(nn, ms))
 
     def interval(v, pt, what):
         if not v:
@@ -554,6 +662,8 @@ def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarr
         "median_error": med.tolist(), "errors": err.tolist(), "m_star": mstar.tolist(), "fits": fits,
         "exponent_p": interval(boot_p, fits["p_loglog"], "log-log slope of m* vs n").as_dict(),
         "log_coef_a": interval(boot_a, fits["log_a"], "a in m* = a log n + b").as_dict(),
+        "curvature": interval(boot_k, relative_curvature(nn, mstar),
+                              "relative curvature 2 c2 / c0 of m* vs centred log n").as_dict(),
         "frac_boot_log_better": float(np.mean(boot_better)) if boot_better else float("nan"),
         "n_boot_valid": len(boot_p), "n_units": n_units,
         "error_slope_vs_m": [per_unit_slope(x, err[i], "teacher draws").as_dict() for i in range(len(ns))],
@@ -576,7 +686,50 @@ def aggregate_a2(params: dict, ctx) -> dict:
         res["seeds"] = seeds
         res["label_stats"] = {k.split(":", 1)[1]: v for k, v in labels.items() if k.startswith(kind + ":")}
         out["kinds"][kind] = res
+        if kind == out["headline_kind"]:  # negative control: the same errors rescaled to a power-law m*(n)
+            pc = float(params.get("control_power", A2_CONTROL_POWER))
+            c = sample_size_analysis(ns, widths, power_growth_errors(ns, widths, err, pc), int(params["n_boot"]),
+                                     seed=int(params["boot_seed"]))
+            c.update(seeds=seeds, label_stats=res["label_stats"], control_power=pc)
+            out["controls"] = {"power_growth": {"kinds": {kind: c}, "headline_kind": kind}}
     return out
+
+
+A3_METRICS = ("min_train_loss", "final_train_loss", "normalised_loss", "initial_loss", "loss_over_initial")
+
+
+def a3_summary(rows: Sequence[Mapping[str, Any]], nb: int) -> dict[str, Any]:
+    """A3 on the unit rows of one teacher kind and one model: every metric of :data:`A3_METRICS` on the
+    grid (T, teacher, seed) with per-T hierarchical-bootstrap intervals and the slope vs T, and the
+    label variance vs T. ``loss_over_initial`` = min training loss / initial loss of each unit."""
+    rows = [{**r, "loss_over_initial": r["min_train_loss"] / r["initial_loss"]} for r in rows]
+    res: dict[str, Any] = {"metrics": {}}
+    for metric in A3_METRICS:
+        (Ts, teachers, seeds), y = grid(rows, ("T", "teacher", "seed"), metric)
+        x = np.array(Ts, float)
+        iv = stats.hierarchical_bootstrap(y, stats.slope_statistic(x, center=np.mean), n_boot=nb)
+        per_T = [stats.hierarchical_bootstrap(y[i][None], lambda v: float(np.mean(v)), n_boot=nb, seed=i)
+                 for i in range(len(Ts))]
+        res["metrics"][metric] = {
+            "x": Ts, "values": y.tolist(), "mean": y.mean(axis=(1, 2)).tolist(),
+            "median": np.median(y.reshape(len(Ts), -1), axis=1).tolist(),
+            "ci_low": [p.low for p in per_T], "ci_high": [p.high for p in per_T],
+            "teacher_means": y.mean(axis=2).tolist(), "slope": iv.as_dict(),
+        }
+    var = {(int(r["T"]), int(r["teacher"])): r["label_stats"]["var"] for r in rows}
+    lv = np.array([[var[(T, t)] for t in teachers] for T in Ts])
+    res["label_var"] = lv.tolist()
+    res["slope_label_var"] = stats.hierarchical_bootstrap(lv[..., None], stats.slope_statistic(x, center=np.mean),
+                                                           n_boot=nb).as_dict()
+    res["T_values"], res["teachers"], res["seeds"] = Ts, teachers, seeds
+    return res
+
+
+def untrained_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A3's negative control ``untrained``: every unit's loss replaced by its loss before training (the
+    initial model, measured in the same run), so the loss falls with T exactly as the labels shrink."""
+    return [{**r, "min_train_loss": r["initial_loss"], "final_train_loss": r["initial_loss"],
+             "normalised_loss": r["initial_loss"] / r["label_stats"]["var"]} for r in rows]
 
 
 def aggregate_a3(params: dict, ctx) -> dict:
@@ -586,39 +739,31 @@ def aggregate_a3(params: dict, ctx) -> dict:
     :func:`ntkrepro.stats.hierarchical_bootstrap` (teachers, then seeds within teachers, at every
     T). ``slope_normalised``: the same for loss / variance of the teacher's training labels
     (description). ``slope_label_var``: the label variance itself vs T (one value per teacher).
+    Negative controls (verdict's teacher, same layout): ``untrained`` (:func:`untrained_rows`) and
+    ``indrnn`` (the IndRNN trained on the same data with the same projected GD, ``indrnn_seeds``).
     """
     from ntkrepro.io import read_json
 
     rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
     nb = int(params["n_boot"])
-    out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"], "m": params["m"],
+    head = params["teacher"]["kind"]
+    out: dict[str, Any] = {"kinds": {}, "headline_kind": head, "m": params["m"],
                            "n": params["n"], "steps": params["steps"]}
+    controls: dict[str, Any] = {}
     for kind in teacher_kinds(params):
         kr = [r for r in rows if r["kind"] == kind and r.get("model", "transformer") == "transformer"]
         rnn = [r for r in rows if r["kind"] == kind and r.get("model") == "indrnn"]
-        res: dict[str, Any] = {"metrics": {}}
-        if rnn:  # the IndRNN contrast (reported, not judged)
-            (Ts, _t, _s), y = grid(rnn, ("T", "teacher", "seed"), "min_train_loss")
-            res["indrnn"] = {"x": Ts, "values": y.tolist(), "mean": y.mean(axis=(1, 2)).tolist(),
-                             "slope": stats.hierarchical_bootstrap(
-                                 y, stats.slope_statistic(np.array(Ts, float), center=np.mean), n_boot=nb).as_dict()}
-        for metric in ("min_train_loss", "final_train_loss", "normalised_loss", "initial_loss"):
-            (Ts, teachers, seeds), y = grid(kr, ("T", "teacher", "seed"), metric)
-            x = np.array(Ts, float)
-            iv = stats.hierarchical_bootstrap(y, stats.slope_statistic(x, center=np.mean), n_boot=nb)
-            per_T = [stats.hierarchical_bootstrap(y[i][None], lambda v: float(np.mean(v)), n_boot=nb, seed=i)
-                     for i in range(len(Ts))]
-            res["metrics"][metric] = {
-                "x": Ts, "values": y.tolist(), "mean": y.mean(axis=(1, 2)).tolist(),
-                "median": np.median(y.reshape(len(Ts), -1), axis=1).tolist(),
-                "ci_low": [p.low for p in per_T], "ci_high": [p.high for p in per_T],
-                "teacher_means": y.mean(axis=2).tolist(), "slope": iv.as_dict(),
-            }
-        var = {(int(r["T"]), int(r["teacher"])): r["label_stats"]["var"] for r in kr}
-        lv = np.array([[var[(T, t)] for t in teachers] for T in Ts])
-        res["label_var"] = lv.tolist()
-        res["slope_label_var"] = stats.hierarchical_bootstrap(lv[..., None], stats.slope_statistic(x, center=np.mean),
-                                                               n_boot=nb).as_dict()
-        res["T_values"], res["teachers"], res["seeds"] = Ts, teachers, seeds
+        res = a3_summary(kr, nb)
+        if rnn:  # the IndRNN contrast, summarised like the transformer (the negative control ``indrnn``)
+            r_rnn = a3_summary(rnn, nb)
+            mt = r_rnn["metrics"]["min_train_loss"]
+            res["indrnn"] = {"x": mt["x"], "values": mt["values"], "mean": mt["mean"], "slope": mt["slope"]}
+            if kind == head:
+                controls["indrnn"] = {"kinds": {kind: r_rnn}, "headline_kind": kind, "m": params["m"],
+                                      "n": params["n"], "steps": params["steps"], "model": "indrnn"}
+        if kind == head:
+            controls["untrained"] = {"kinds": {kind: a3_summary(untrained_rows(kr), nb)}, "headline_kind": kind,
+                                     "m": params["m"], "n": params["n"], "steps": 0, "model": "untrained"}
         out["kinds"][kind] = res
+    out["controls"] = controls
     return out
