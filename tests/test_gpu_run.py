@@ -87,6 +87,7 @@ def test_gpu_script_runs_end_to_end_at_the_smoke_tiers_and_the_ledger_judges_it(
     assert rec["matmul_precision"] == rec["numerics"]["matmul_precision"] == "highest"
     assert rec["pairs_per_s"] > 0 and rec["flops_per_s"] > 0 and rec["numerics"]["devices"]
     assert rec["total_pairs"] == sum(rec["pairs"].values()) > 0
+    assert all(r["pairs_per_s"] > 0 and r["flops_per_s"] > 0 for r in rec["calibration_rates"].values())
     # the CPU side judges it with H4's own criterion (the documented command)
     ev_path = out / "claims" / "H4_evaluation.json"
     ev = subprocess.run([sys.executable, "-m", "ntkrepro.ledger", "evaluate", "H4", "--results",

@@ -5,6 +5,8 @@ scipy besides this repository -- no neural-tangents, pyyaml, tqdm or snakemake):
 
     PYTHONPATH=src python -m ntkrepro.hron2020.gpu_run --out results-gpu --budget-s 480
 
+(``workflow/scripts/gpu_h4.sh`` wraps it as one device call: caches in a temporary folder.)
+
 1. **Tiers** (:data:`TIERS`, declared before any run): 1,000 / 2,000 / 5,000 training images (the
    official training set's class-balanced train + validation split, 4:1, as H4's protocol uses
    them; the final fit uses both) and 2,000 test images, at 8x8 (``image_size`` of
@@ -92,12 +94,22 @@ def config_sections() -> dict[str, Any]:
     return {"H4": cfg["hron2020"]["H4"], "data": cfg["data"]}
 
 
-def h4_params(sections: Mapping[str, Any], tier: Mapping[str, Any], out: Path, data_root: Path) -> dict[str, Any]:
-    """H4's params as the Snakemake rule builds them (``H4_CFG``), at ``tier``'s sizes, fast backend."""
+def default_data_root() -> Path:
+    """``../shared/data`` beside the repository, else ``shared/data`` inside it."""
+    for root in (REPO.parent / "shared" / "data", REPO / "shared" / "data"):
+        if root.is_dir():
+            return root
+    return REPO.parent / "shared" / "data"
+
+
+def h4_params(sections: Mapping[str, Any], tier: Mapping[str, Any], out: Path, data_root: Path,
+              cache: Path | None = None) -> dict[str, Any]:
+    """H4's params as the Snakemake rule builds them (``H4_CFG``), at ``tier``'s sizes, fast backend;
+    kernel blocks cached under ``cache`` (default ``<out>/cache``)."""
     p = {k: v for k, v in dict(sections["H4"]).items() if k not in ("benchmark", "n_shards")}
     p.update(tier, kernel_backend="fast", nt_batch_size=0, dtype="float32",
              data={"root": str(data_root), **dict(sections["data"]["cifar10"])},
-             cache_dir=str(out / "cache" / "kernels" / "hron2020_H4"))
+             cache_dir=str((cache or out / "cache") / "kernels" / "hron2020_H4"))
     return p
 
 
@@ -226,12 +238,14 @@ def measured_pairs(params: Mapping[str, Any], tier: Mapping[str, int], results: 
 
 
 def run(out: Path, budget_s: float, data_root: Path, tiers: Mapping[str, Mapping[str, Any]] = TIERS,
-        scale: str = "gpu") -> dict[str, Any]:
-    """Calibrate, choose the tier, run H4, write the results and the throughput record."""
+        scale: str = "gpu", cache: Path | None = None) -> dict[str, Any]:
+    """Calibrate, choose the tier, run H4, write the results and the throughput record (caches:
+    kernel blocks and compiled computations under ``cache``, default ``<out>/cache``)."""
     t_start = time.perf_counter()
     out = Path(out)
+    cache = Path(cache) if cache is not None else out / "cache"
     (out / "hron2020").mkdir(parents=True, exist_ok=True)
-    _enable_compilation_cache(out / "cache" / "jax")
+    _enable_compilation_cache(cache / "jax")
     import jax
 
     from ntkrepro.hron2020.cifar10 import load_splits
@@ -244,7 +258,7 @@ def run(out: Path, budget_s: float, data_root: Path, tiers: Mapping[str, Mapping
     if len(blocks) != 1:
         raise ValueError("every tier must use the same block size (calibrated once)")
     smallest, largest = tiers[names[0]], tiers[names[-1]]
-    p_small = h4_params(sections, smallest, out, data_root)
+    p_small = h4_params(sections, smallest, out, data_root, cache)
     d_small = load_splits(p_small, None, need_test=False)
     cal = calibrate(p_small, d_small, blocks.pop(), int(largest["n_train"]))
     t_cal = time.perf_counter() - t_start
@@ -254,7 +268,7 @@ def run(out: Path, budget_s: float, data_root: Path, tiers: Mapping[str, Mapping
     log.info("calibration %.1f s; predicted %s; budget left %.0f s -> tier %s", t_cal,
              {t: round(v, 1) for t, v in predicted.items()}, left, chosen)
 
-    params = h4_params(sections, tiers[chosen], out, data_root)
+    params = h4_params(sections, tiers[chosen], out, data_root, cache)
     res_path = out / "hron2020" / "H4_cifar10_kernels.json"
     t0 = time.perf_counter()
     results = execute(COMPUTE, params, res_path, scale=scale,
@@ -269,6 +283,11 @@ def run(out: Path, budget_s: float, data_root: Path, tiers: Mapping[str, Mapping
         "tiers": {t: dict(tiers[t]) for t in names}, "chosen_tier": chosen, "fits_budget": fits,
         "budget_s": budget_s, "calibration": cal, "calibration_wall_s": t_cal, "predicted_s": predicted,
         "run_h4_wall_s": wall, "total_wall_s": time.perf_counter() - t_start,
+        # kernel-only rates of the calibration's rectangular block (after compilation), per model
+        "calibration_rates": {f"{m['family']}-d{m['depth']}": {
+            "pairs_per_s": cal["block"] ** 2 / m["rect_s"],
+            "flops_per_s": cal["block"] ** 2 * flops[f"{m['family']}-d{m['depth']}"] / m["rect_s"]}
+            for m in cal["models"]},
         "pairs": pairs, "flops_per_pair": flops, "total_pairs": total_pairs, "total_flops": total_flops,
         # rates over run_h4's whole wall time (kernels, compile-cache loads, block I/O, regressions)
         "pairs_per_s": total_pairs / wall, "flops_per_s": total_flops / wall,
@@ -297,7 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ntkrepro.hron2020.gpu_run", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="results-gpu", help="results folder (Snakemake layout below it)")
     ap.add_argument("--budget-s", type=float, default=480.0, help="wall seconds for the whole run (8 min)")
-    ap.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data-root", default=None, help="folder of the CIFAR-10 archive (default: ../shared/data, "
+                    "else shared/data in the repository)")
+    ap.add_argument("--cache", default=None, help="kernel-block and compilation caches (default: <out>/cache)")
     ap.add_argument("--tiers", choices=("gpu", "smoke"), default="gpu", help="smoke: CPU-sized tiers (tests)")
     ap.add_argument("--write-params-snapshot", action="store_true", help=f"rewrite {PARAMS_SNAPSHOT.name} and exit")
     args = ap.parse_args(argv)
@@ -305,8 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write_params_snapshot:
         print(write_params_snapshot())
         return 0
-    run(Path(args.out), args.budget_s, Path(args.data_root), TIERS if args.tiers == "gpu" else SMOKE_TIERS,
-        scale="gpu" if args.tiers == "gpu" else "smoke")
+    run(Path(args.out), args.budget_s, Path(args.data_root) if args.data_root else default_data_root(),
+        TIERS if args.tiers == "gpu" else SMOKE_TIERS, scale="gpu" if args.tiers == "gpu" else "smoke",
+        cache=Path(args.cache) if args.cache else None)
     return 0
 
 
