@@ -79,6 +79,12 @@ def device_info() -> dict[str, Any]:
         import jax
 
         info["jax"] = [f"{d.platform}:{getattr(d, 'device_kind', '')}" for d in jax.devices()]
+        # float32 matmul precision: the fast kernels' (enforced, ntkrepro.kernels.numerics) and JAX's
+        # global default outside them (None: the backend's, TF32 on tensor-core GPUs)
+        from ntkrepro.kernels.numerics import MATMUL_PRECISION
+
+        info["matmul_precision"] = {"fast_kernels": MATMUL_PRECISION,
+                                    "jax_default": jax.config.jax_default_matmul_precision}
     if "torch" in sys.modules:
         import torch
 

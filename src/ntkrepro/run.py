@@ -35,7 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tqdm.auto import tqdm
+try:
+    from tqdm.auto import tqdm
+except ImportError:  # a bare environment (jax, numpy, scipy only: the GPU script's): no progress bars
+    def tqdm(iterable, **_):  # type: ignore[no-redef]
+        return iterable
 
 from ntkrepro import provenance as _prov
 from ntkrepro.io import PathLike, write_json

@@ -26,7 +26,7 @@ and :math:`K_{JI} = K_{IJ}^\top` (for 2-D kernels; kernels with extra trailing a
 block).
 
 Precision: ``dtype="float32"`` (the paper's) or ``"float64"`` (inputs cast, computed inside
-``jax.experimental.enable_x64``).
+:func:`ntkrepro.kernels.numerics.enable_x64`, ``jax.enable_x64`` on current JAX).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
     def compute(i: int, j: int) -> dict[str, np.ndarray]:
         a, b = x1[rows(i, n1)], x2a[rows(j, n2)]
         if dtype == "float64":
-            from jax.experimental import enable_x64
+            from ntkrepro.kernels.numerics import enable_x64
 
             with enable_x64():
                 out = _as_dict(kernel_fn(a, b, get, **kernel_kwargs), get)
@@ -220,9 +220,11 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
         log.info("%s: %d/%d blocks cached in %s, computing %d", desc, done, len(wanted), folder, len(todo))
     it: Iterable[tuple[int, int]] = todo
     bar = None
-    if progress and todo:
+    try:
         from tqdm.auto import tqdm
-
+    except ImportError:  # a bare environment (the GPU script's): no progress bar
+        tqdm = None
+    if progress and todo and tqdm is not None:
         bar = tqdm(todo, desc=desc, unit="block", total=len(todo), file=sys.stderr, mininterval=2.0,
                    smoothing=0.1, ncols=100)
         it = bar

@@ -18,15 +18,46 @@ from typing import Any
 
 from ntkrepro.kernels._src import layers as _layers
 
+_UNSET = object()
+
+
+def _needs_neural_tangents(*args: Any, **kwargs: Any) -> Any:
+    raise ImportError("this model's stax triple was unpacked while neural-tangents was not installed; "
+                      "only the fast backend (ntkrepro.kernels.fast.kernel_fn(model, 'fast')) is available here")
+
+
+class _PlaceholderTriple(tuple):
+    """What ``init_fn, apply_fn, kernel_fn = stax.serial(...)`` unpacks inside a builder run by
+    :func:`from_stax_builder` where neural-tangents is not installed: three distinct functions per
+    model (so that what the builder returns -- the triple or one of its functions -- identifies the
+    model) that raise if called. Removed from the models when the builder returns."""
+
+    placeholder = True
+
+    def __new__(cls) -> "_PlaceholderTriple":
+        def init_fn(*a: Any, **k: Any) -> Any:
+            return _needs_neural_tangents()
+
+        def apply_fn(*a: Any, **k: Any) -> Any:
+            return _needs_neural_tangents()
+
+        def kernel_fn(*a: Any, **k: Any) -> Any:
+            return _needs_neural_tangents()
+
+        return super().__new__(cls, (init_fn, apply_fn, kernel_fn))
+
 
 class _Recorder:
     """``stax`` look-alike: ``fast`` layers; ``serial`` also records the models it builds."""
 
-    def __init__(self) -> None:
+    def __init__(self, nt_available: bool = True) -> None:
         self.models: list[_layers.Layer] = []
+        self.nt_available = nt_available
 
     def serial(self, *layers: _layers.Layer) -> _layers.Layer:
         model = _layers.serial(*layers)
+        if not self.nt_available:  # unpacking the model must not build neural-tangents' triple
+            object.__setattr__(model, "_stax_triple", _PlaceholderTriple())
         self.models.append(model)
         return model
 
@@ -59,14 +90,21 @@ def from_stax_builder(builder: Callable[..., Any], *args: Any, **kwargs: Any) ->
     functions, e.g. the ``kernel_fn``) it returns. Anything else is a ``ValueError``."""
     import ntkrepro.nt as nt_module
 
-    recorder = _Recorder()
-    saved = nt_module.stax
+    recorder = _Recorder(nt_module.available())
+    # the module's own attribute, not __getattr__: reading nt_module.stax would import neural-tangents
+    saved = vars(nt_module).get("stax", _UNSET)
     nt_module.stax = recorder  # type: ignore[assignment]
     try:
         result = builder(*args, **kwargs)
     finally:
-        nt_module.stax = saved
+        if saved is _UNSET:
+            del nt_module.stax
+        else:
+            nt_module.stax = saved
     model = _returned_model(result, recorder.models)
+    for m in recorder.models:
+        if getattr(m.__dict__.get("_stax_triple"), "placeholder", False):
+            del m.__dict__["_stax_triple"]
     if model is None:
         raise ValueError(f"{getattr(builder, '__name__', builder)} returned {type(result).__name__}, not a model it "
                          "built with stax.serial (nor that model's init_fn / apply_fn / kernel_fn)")

@@ -133,11 +133,16 @@ class FastKernelFn:
     docstring). ``memory_budget``: bytes per chunk of pairs (default :data:`CPU_MEMORY_BUDGET` on
     the CPU, :data:`DEFAULT_MEMORY_BUDGET` elsewhere); ``rows``: fix the chunk height instead;
     ``trim``: drop all-masked sequence tails (exact, :meth:`_trim`); ``False`` computes the whole
-    array, as a padding-invariance check of the masking itself needs.
+    array, as a padding-invariance check of the masking itself needs. ``precision``: every matrix
+    product runs under ``jax.default_matmul_precision(precision)``
+    (:data:`ntkrepro.kernels.numerics.MATMUL_PRECISION`, ``"highest"``: no TF32 on GPUs).
     """
 
     def __init__(self, model: Layer, *, memory_budget: int | None = None, rows: int | None = None,
-                 split_layers: bool | None = None, trim: bool = True):
+                 split_layers: bool | None = None, trim: bool = True, precision: str | None = None):
+        from ntkrepro.kernels.numerics import MATMUL_PRECISION
+
+        self.precision = MATMUL_PRECISION if precision is None else str(precision)
         if memory_budget is None:
             import jax
 
@@ -241,8 +246,15 @@ class FastKernelFn:
         outs = [Pair(k, n, offset) for k, n in zip(ks, meta["ntk"])]
         return tuple(outs) if meta["tuple"] else outs[0]
 
-    def profile_layers(self, x1: Any, x2: Any | None = None, get: Sequence[str] = ("nngp", "ntk"),
-                       mask_constant: float | None = None, repeats: int = 3) -> list[dict[str, Any]]:
+    def profile_layers(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        """:meth:`_profile_layers` under this kernel's matmul precision."""
+        from ntkrepro.kernels.numerics import matmul_precision
+
+        with matmul_precision(self.precision):
+            return self._profile_layers(*args, **kwargs)
+
+    def _profile_layers(self, x1: Any, x2: Any | None = None, get: Sequence[str] = ("nngp", "ntk"),
+                        mask_constant: float | None = None, repeats: int = 3) -> list[dict[str, Any]]:
         """Time every leaf layer's pair update on the first row chunk of this block (each leaf on
         its recorded input): ``[{"layer", "in_mode", "out_mode", "pairs", "wall_s", "cpu_s",
         "memory_bytes"}]`` with the best of ``repeats`` and XLA's buffer sizes (arguments + outputs +
@@ -332,8 +344,16 @@ class FastKernelFn:
         return int(max(1, min(n1, self.memory_budget // max(1, n2 * per))))
 
     # -- call ------------------------------------------------------------------------------------
-    def __call__(self, x1: Any, x2: Any | None = None, get: str | Sequence[str] | None = ("nngp", "ntk"),
-                 mask_constant: float | None = None, **unused: Any):
+    def __call__(self, *args: Any, **kwargs: Any):
+        """:meth:`_call` under ``jax.default_matmul_precision(self.precision)`` (traced into every
+        computation it compiles, and part of JAX's compilation cache key)."""
+        from ntkrepro.kernels.numerics import matmul_precision
+
+        with matmul_precision(self.precision):
+            return self._call(*args, **kwargs)
+
+    def _call(self, x1: Any, x2: Any | None = None, get: str | Sequence[str] | None = ("nngp", "ntk"),
+              mask_constant: float | None = None, **unused: Any):
         import jax
         import jax.numpy as jnp
 
