@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from tqdm.auto import tqdm
 
 from ntkrepro import provenance as _prov
-from ntkrepro.io import PathLike, write_json
+from ntkrepro.io import PathLike, seal, to_jsonable, write_json
 
 T = TypeVar("T")
 log = logging.getLogger("ntkrepro")
@@ -123,7 +123,7 @@ def execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str,
     results.setdefault("params", params)
     results["wall_seconds"] = round(time.perf_counter() - t0, 3)
     results["provenance"] = ctx.provenance(function=spec, code=code)
-    write_json(out, results)
+    write_json(out, seal(to_jsonable(results)))  # sealed: a later hand edit is refused (ntkrepro.io.seal)
     return results
 
 
