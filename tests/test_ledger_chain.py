@@ -148,3 +148,31 @@ def test_evaluate_refuses_an_unknown_scale(tmp_path, f97, capsys):
     with pytest.raises(SystemExit):
         ledger.main(["evaluate", "F97", "--results", "x.json", "--scale", "tiny", "--out", str(tmp_path / "e.json")])
     assert "invalid choice: 'tiny'" in capsys.readouterr().err
+
+
+def test_a_live_orphan_computing_the_same_output_is_detected(tmp_path):
+    """Issue 22 (kill -9 of Snakemake itself): the rerun is not locked out and used to relaunch a job
+    whose orphan was still running. ntkrepro.run now holds a lock on the output while computing it:
+    the relaunched job stops at once, naming the orphan's pid; once the orphan is gone it runs."""
+    import subprocess
+    import sys
+    import time
+
+    from ntkrepro import run
+
+    out = tmp_path / "r.json"
+    code = ("import sys, time; from ntkrepro.run import output_lock\n"
+            f"with output_lock({str(out)!r}):\n    print('locked', flush=True); time.sleep(60)\n")
+    orphan = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert orphan.stdout.readline().strip() == "locked"
+        with pytest.raises(run.StillRunningError, match=f"pid {orphan.pid}"):
+            with run.output_lock(out):
+                pass
+    finally:
+        orphan.kill()
+        orphan.wait()
+    time.sleep(0.1)
+    with run.output_lock(out):  # the orphan is gone: its lock died with it
+        pass
+    assert not (tmp_path / ".r.json.running").exists()
