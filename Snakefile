@@ -10,6 +10,7 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
+from ntkrepro.configcheck import ConfigError, check_user_config, check_values
 from ntkrepro.papers import PAPERS
 from ntkrepro.provenance import configfiles_missing_keys
 
@@ -17,6 +18,16 @@ min_version("9.0")
 
 
 configfile: "config/default.yaml"
+
+
+# No config that silently means something else (ntkrepro.configcheck): a duplicated YAML key, an
+# empty or non-mapping file, a non-finite number, replicate_index (or data.<set>.replicate) set by
+# hand, braces in results_dir -- refused here, naming the file and the key.
+try:
+    check_user_config(workflow.config_settings.configfiles, workflow.config_settings.config)
+    check_values(config, "the merged config", user=False)
+except ConfigError as _err:
+    raise WorkflowError(f"config error: {_err}") from None
 
 
 # No silent inheritance: Snakemake merges every --configfile over config/default.yaml, so a scale

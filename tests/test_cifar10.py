@@ -212,3 +212,74 @@ def test_official_archive_sha256_is_pinned():
     assert spec.md5 == "c58f30108f718f92721af3b95e74349a" and spec.url.startswith("https://www.cs.toronto.edu/")
     # a non-official file name gets no pin and no URL
     assert archive_spec({"archive": "mine.tar.gz", "sha256": "a" * 64}).url is None
+
+
+# ---- issue 22, item 6 and messages: no hung loader, normalised member paths, duplicate data, clear refusals
+
+def test_shared_reference_pickle_is_checked_quickly(tmp_path):
+    """A 236-byte batches.meta of shared references (x = [x, x], forty deep) used to hang the
+    plain-data check for days (it walked the graph as a tree of 2**40 nodes)."""
+    import time
+
+    x = []
+    for _ in range(40):
+        x = [x, x]
+    blob = pickle.dumps({b"label_names": x}, protocol=2)
+    assert len(blob) < 400
+    _make_archive(tmp_path / "c.tar.gz", [_batch(2, i) for i in range(6)],
+                  extra={"cifar-10-batches-py/batches.meta": blob})
+    t0 = time.perf_counter()
+    try:
+        load_cifar10(tmp_path / "c.tar.gz")
+    except Exception:  # noqa: BLE001 -- refusing is fine too; hanging is not
+        pass
+    assert time.perf_counter() - t0 < 10
+
+
+def test_plain_data_check_caps_the_node_count():
+    from ntkrepro.data.archive import RefusedPickle, check_plain
+
+    with pytest.raises(RefusedPickle, match="more than 100 containers"):
+        check_plain([[i] for i in range(200)], max_nodes=100)
+    check_plain([[i] for i in range(50)], max_nodes=100)
+
+
+def test_member_paths_are_normalised_before_the_duplicate_check(tmp_path):
+    batches = [_batch(2, i) for i in range(6)]
+    _make_archive(tmp_path / "c.tar.gz", batches,
+                  extra={"cifar-10-batches-py/./data_batch_1": pickle.dumps(_batch(2, 9), protocol=2)})
+    with pytest.raises(ArchiveError, match="occurs twice"):
+        load_cifar10(tmp_path / "c.tar.gz")
+
+
+def test_byte_identical_duplicate_batch_is_refused(tmp_path):
+    batches = [_batch(3, i) for i in range(6)]
+    batches[1] = batches[0]
+    _make_archive(tmp_path / "c.tar.gz", batches)
+    with pytest.raises(ArchiveError, match="data_batch_1 and cifar-10-batches-py/data_batch_2 are byte-identical"):
+        load_cifar10(tmp_path / "c.tar.gz")
+
+
+def test_duplicate_images_are_refused(tmp_path):
+    batches = [_batch(3, i) for i in range(6)]
+    b = dict(batches[2])
+    b[b"data"] = batches[2][b"data"].copy()
+    b[b"data"][1] = batches[0][b"data"][0]  # one image copied into another batch (not identical batches)
+    batches[2] = b
+    _make_archive(tmp_path / "c.tar.gz", batches)
+    with pytest.raises(ArchiveError, match="1 of 18 images are byte-identical copies"):
+        load_cifar10(tmp_path / "c.tar.gz")
+
+
+def test_refused_pickle_names_archive_and_member(tmp_path):
+    batches = [_batch(2, i) for i in range(6)]
+    batches[5] = {b"data": Evil(), b"labels": [1, 2]}
+    _make_archive(tmp_path / "c.tar.gz", batches)
+    with pytest.raises(pickle.UnpicklingError, match=r"c\.tar\.gz:cifar-10-batches-py/test_batch: .*not allowed"):
+        load_cifar10(tmp_path / "c.tar.gz")
+
+
+@pytest.mark.parametrize("bad", [".", ".."])
+def test_archive_naming_no_file_says_so(tmp_path, bad):
+    with pytest.raises(ValueError, match="data.cifar10.archive: .* names no file"):
+        resolve_cifar10({"archive": bad, "sha256": "a" * 64}, tmp_path, resources_dir=tmp_path / "res")

@@ -165,3 +165,68 @@ def test_results_dir_with_space_is_valid():
     cfg = _load("smoke")
     cfg["results_dir"] = "/tmp/my results/run 1"
     validate(cfg, str(ROOT / "workflow/schemas/config.schema.yaml"))
+
+
+# ---- issue 22, items 3 and 5: config that would silently mean something else -------------------
+
+def _smoke_with(tmp_path, edit=None, text=None, name="bad.yaml"):
+    cfg = _load("smoke")
+    if edit is not None:
+        edit(cfg)
+    bad = tmp_path / name
+    bad.write_text(text if text is not None else yaml.safe_dump(cfg))
+    return bad
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda c: c["hron2020"]["H4"].__setitem__("diag_reg_grid", [float("inf")]), "hron2020.H4.diag_reg_grid[0]"),
+    (lambda c: c["arda2026"]["teacher"].__setitem__("nu", float("nan")), "arda2026.teacher.nu"),
+    (lambda c: c.__setitem__("replicate_index", 1), "replicate_index may not be set by hand"),
+    (lambda c: c["data"]["cifar10"].__setitem__("replicate", 1), "data.cifar10.replicate may not be set by hand"),
+    (lambda c: c["hron2020"]["H4"].__setitem__("final_depth", {"strcut": 2}), "strcut"),
+    (lambda c: c["arda2026"]["A1"].__setitem__("widths", [16, 16, 32]), "arda2026.A1.widths"),
+    (lambda c: c.__setitem__("results_dir", "res{x}"), "contains a brace"),
+])
+def test_snakemake_refuses_config_that_means_something_else(tmp_path, edit, needle):
+    out = _dry(tmp_path, _smoke_with(tmp_path, edit)) if "results_dir" not in needle and "brace" not in needle else \
+        subprocess.run([str(Path(sys.executable).parent / "snakemake"), "-n", "--cores", "1", "--configfile",
+                        str(_smoke_with(tmp_path, edit))], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert needle in out.stdout + out.stderr, (out.stdout + out.stderr)[-3000:]
+    assert "Job stats" not in out.stdout
+
+
+def test_duplicated_yaml_key_is_refused_naming_the_key_and_file(tmp_path):
+    text = (ROOT / "config/smoke.yaml").read_text() + "\nscale: smoke\n"
+    bad = _smoke_with(tmp_path, text=text, name="dup.yaml")
+    out = _dry(tmp_path, bad)
+    assert out.returncode != 0
+    msg = out.stdout + out.stderr
+    assert "'scale' appears twice" in msg and "dup.yaml" in msg, msg[-3000:]
+
+
+def test_configcheck_names_an_empty_or_list_file(tmp_path):
+    from ntkrepro.configcheck import main
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    lst = tmp_path / "list.yaml"
+    lst.write_text("- a\n- b\n")
+    assert main([str(empty)]) == 1
+    assert main([str(lst)]) == 1
+    from ntkrepro.configcheck import ConfigError, load_strict
+
+    with pytest.raises(ConfigError, match="empty.yaml is empty"):
+        load_strict(empty)
+    with pytest.raises(ConfigError, match="list.yaml holds a list"):
+        load_strict(lst)
+    with pytest.raises(ConfigError, match="'x' appears twice"):
+        (tmp_path / "d.yaml").write_text("a:\n  x: 1\n  x: 2\n")
+        load_strict(tmp_path / "d.yaml")
+
+
+def test_a_non_schema_error_is_not_reported_as_a_config_error():
+    """validate_section (common.smk) turns only schema violations into config errors."""
+    text = (ROOT / "workflow/rules/common.smk").read_text()
+    body = text.split("def validate_section", 1)[1].split("\ndef ", 1)[0]
+    assert "except Exception" not in body and "raise\n" in body

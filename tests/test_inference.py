@@ -140,3 +140,26 @@ def test_jitter_actually_used_is_returned():
     y = one_hot(np.arange(12) % 3, 3)
     pred, jitter = kernel_regression(np.asarray(ktt.ntk), np.asarray(kst.ntk), y, 1e-3, return_jitter=True)
     assert jitter == 0.0 and pred.shape == (5, 3)
+
+
+# ---- issue 22, item 3 and messages: no chance accuracy from an infinite ridge; clear empty-set errors
+
+@pytest.mark.parametrize("reg", [np.inf, -np.inf, np.nan])
+def test_non_finite_diag_reg_is_refused(reg):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 3))
+    k = x @ x.T + np.eye(6)
+    y = one_hot(np.arange(6) % 2, 2)
+    with pytest.raises(ValueError, match="diag_reg must be finite"):
+        kernel_regression(k, k[:2], y, reg)
+    with pytest.raises(ValueError, match="diag_reg must be finite"):
+        select_diag_reg(k, k[:2], y, y[:2], [1e-3, reg])
+
+
+def test_empty_training_set_and_empty_predictions_say_so():
+    with pytest.raises(ValueError, match="empty training set"):
+        kernel_regression(np.zeros((0, 0)), np.zeros((3, 0)), np.zeros((0, 2)), 0.1)
+    with pytest.raises(ValueError, match="zero predictions"):
+        accuracy(np.zeros((0, 2)), np.zeros(0, int))
+    with pytest.raises(ValueError, match="zero predictions"):
+        accuracy_with_ci(np.zeros((0, 2)), np.zeros(0, int))

@@ -107,3 +107,34 @@ def test_results_dir_with_a_space(tmp_path):
     assert (results / "figures" / "hron2020_H2_average_pooling.png").stat().st_size > 1000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["with space"]  # nothing written beside it
     assert sorted(p.name for p in (tmp_path / "with space").iterdir()) == ["res"]
+
+
+def test_editing_plotting_or_notebooks_reruns_every_figure(tmp_path):
+    """Issue 22, item 1: the figure rule's code hash was a param computed from `input`, which
+    Snakemake does not record, so editing ntkrepro/plotting.py (imported by every notebook) or
+    ntkrepro/notebooks.py (the runner) reran no figure. Now each edit reruns every figure (and only
+    figures and what reads them: entries, table, report -- no compute rule)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT, repo, ignore=_IGNORE, symlinks=True)
+    results = tmp_path / "results"
+    over = (_data_override(tmp_path),)
+    out = _smk(repo, "--summary", "all", results=results, extra_configfiles=over)
+    assert out.returncode == 0
+    outputs = [line.split("\t", 1)[0] for line in out.stdout.splitlines() if line.startswith(str(results))]
+    n_figures = sum(1 for f in outputs if f.endswith(".png") and "/figures/" in f)
+    assert n_figures > 10
+    for f in outputs:
+        Path(f).parent.mkdir(parents=True, exist_ok=True)
+        Path(f).touch()
+    assert _smk(repo, "--touch", "--forceall", "all", "--cores", "1", results=results,
+                extra_configfiles=over).returncode == 0
+    for module in ("plotting.py", "notebooks.py"):
+        path = repo / "src/ntkrepro" / module
+        original = path.read_text()
+        path.write_text(original + "\n# a comment appended after the run\n")
+        out = _smk(repo, "-n", "all", results=results, extra_configfiles=over)
+        assert out.returncode == 0
+        jobs = _job_counts(out.stdout)
+        assert jobs.get("figure") == n_figures, (module, jobs)
+        assert set(jobs) <= {"figure", "claim_ledger_entry", "claims_table", "replication_report", "all"}, jobs
+        path.write_text(original)

@@ -95,6 +95,47 @@ def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+#: Provenance key of a results file's own content hash (:func:`seal`, :func:`check_seal`).
+SEAL_KEY = "content_sha256"
+
+
+class TamperedFileError(ValueError):
+    """A file's content no longer matches the hash recorded when the pipeline wrote it."""
+
+
+def _unsealed(data: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    prov = out.get("provenance")
+    if isinstance(prov, Mapping):
+        out["provenance"] = {k: v for k, v in prov.items() if k != SEAL_KEY}
+    return out
+
+
+def seal(data: dict[str, Any]) -> dict[str, Any]:
+    """Record in ``data["provenance"][SEAL_KEY]`` the canonical hash of ``data`` without that key (in
+    place; returns ``data``). ``ntkrepro.run`` seals every results file it writes, so that a hand
+    edit (which Snakemake would take for a new input) is refused where the file is read."""
+    data.setdefault("provenance", {})
+    data["provenance"][SEAL_KEY] = canonical_hash(_unsealed(data))
+    return data
+
+
+def check_seal(data: Mapping[str, Any], path: PathLike) -> bool:
+    """True if ``data`` (read from ``path``) is sealed and intact, False if it carries no seal; raises
+    :class:`TamperedFileError`, naming the file and the fix, if its content changed after sealing."""
+    prov = data.get("provenance")
+    want = prov.get(SEAL_KEY) if isinstance(prov, Mapping) else None
+    if want is None:
+        return False
+    got = canonical_hash(_unsealed(data))
+    if got != want:
+        raise TamperedFileError(
+            f"{path}: its content changed after the pipeline wrote it (provenance.{SEAL_KEY} {want[:12]}..., "
+            f"content now {got[:12]}...); a hand-edited results file is not a result. Delete it and rerun "
+            "snakemake to recompute it")
+    return True
+
+
 def canonical_hash(obj: Any) -> str:
     """SHA-256 of the canonical (sorted-key, compact) JSON encoding of ``obj``."""
     blob = json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"))

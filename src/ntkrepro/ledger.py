@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from ntkrepro import provenance as _prov
-from ntkrepro.io import read_json, read_npz, write_json, atomic_path
+import os
+
+from ntkrepro.io import TamperedFileError, atomic_path, check_seal, read_json, read_npz, sha256_file, write_json
 from ntkrepro.papers import CLAIM_MODULES, PAPERS, Paper  # noqa: F401  (the one paper registry, re-exported)
 from ntkrepro.stats import Interval, PowerLine, Status, at_least
 
@@ -379,12 +381,19 @@ def verdict_of(status: Status | str) -> Verdict:
     return decide(reproduced=st is Status.HOLDS, refuted=st is Status.REFUTED)
 
 
+#: The scales a run can have (config ``scale``; workflow/schemas/config.schema.yaml).
+SCALES = ("smoke", "default", "paper")
+
+
 def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
-    """Load results files (``.json`` or ``.npz``) keyed by file stem."""
+    """Load results files (``.json`` or ``.npz``) keyed by file stem. A JSON results file sealed by
+    ``ntkrepro.run`` (:func:`ntkrepro.io.seal`) whose content changed since is refused
+    (:class:`~ntkrepro.io.TamperedFileError`, naming the file)."""
     out: dict[str, dict[str, Any]] = {}
     for p in map(Path, paths):
         if p.suffix == ".json":
             out[p.stem] = read_json(p)
+            check_seal(out[p.stem], p)
         elif p.suffix == ".npz":
             arrays, prov = read_npz(p)
             out[p.stem] = {**arrays, "provenance": prov}
@@ -456,13 +465,17 @@ def control_text(entry: Mapping[str, Any]) -> str:
 
 
 def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None,
-                    replicate: int = 0) -> dict[str, Any]:
+                    replicate: int = 0, results_sha256: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Apply the registered criterion once and assemble the claim's evaluation (a JSON-able dict).
 
     This is the ledger entry without its ``figures`` list: the figure notebooks read it, and
     :func:`entry_from_evaluation` adds the figures afterwards. ``replicate`` is the replicate index
-    (:mod:`ntkrepro.replicates`; 0 = the configured run).
+    (:mod:`ntkrepro.replicates`; 0 = the configured run). ``results_sha256`` (``{path relative to the
+    results folder: sha256}`` of the results files read, :func:`file_hashes`) is recorded as the first
+    link of the hash chain that ``ledger check`` verifies.
     """
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
     spec = get_claim(claim_id)
     assert spec.evaluate is not None
     ev = spec.evaluate(results, scale)
@@ -499,6 +512,8 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         "provenance": _prov.collect(config_hash=config_hash, scale=scale),
         "replicate": int(replicate),
     }
+    if results_sha256 is not None:
+        entry["results_sha256"] = dict(sorted(results_sha256.items()))
     return entry
 
 
@@ -593,16 +608,21 @@ _TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "control", "stable", "s
                   "power", "substitutes")
 
 
+def _g(x: Any) -> str:
+    """``x`` with 3 significant digits if it is a number, else as text (``None`` -> ``None``)."""
+    return f"{x:.3g}" if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
 def _headline(entry: Mapping[str, Any], max_items: int = 2) -> str:
     parts = []
-    for name, val in list(entry["measured"].items())[:max_items]:
+    for name, val in list((entry.get("measured") or {}).items())[:max_items]:
         if isinstance(val, Mapping) and "value" in val:
-            parts.append(f"{name} = {val['value']:.3g} [{val['ci_low']:.3g}, {val['ci_high']:.3g}]")
+            parts.append(f"{name} = {_g(val['value'])} [{_g(val.get('ci_low'))}, {_g(val.get('ci_high'))}]")
         elif isinstance(val, Mapping) and "p_greater" in val and "p_less" in val:
             # a one-sided test (ntkrepro.stats.OneSidedTest.as_dict): its statistic and both p-values
             stat = val.get("mean_difference", val.get("statistic"))
-            parts.append(f"{name} = {stat:.3g} (p> {val['p_greater']:.3g}, "
-                         f"p< {val['p_less']:.3g}, {val.get('test', 'test')}, n {val.get('n')})")
+            parts.append(f"{name} = {_g(stat)} (p> {_g(val['p_greater'])}, "
+                         f"p< {_g(val['p_less'])}, {val.get('test', 'test')}, n {val.get('n')})")
         elif isinstance(val, float):
             parts.append(f"{name} = {val:.3g}")
         else:
@@ -682,6 +702,111 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
         tmp.write_text("\n".join(tex) + "\n")
 
 
+# --------------------------------------------------------------------------------------------
+# Hash chain: results files -> evaluation -> ledger entry (issue 22, item 4)
+
+
+class LedgerFileError(ValueError):
+    """A ledger, evaluation or results file that is missing, unreadable or not what it should be."""
+
+
+def read_ledger_file(path: str | Path, what: str = "ledger file") -> dict[str, Any]:
+    """Read a JSON file of the ledger, raising :class:`LedgerFileError` naming the file and the fix
+    (instead of a raw traceback) if it is missing, truncated, not JSON or not an object."""
+    p = Path(path)
+    try:
+        data = read_json(p)
+    except FileNotFoundError:
+        raise LedgerFileError(f"{what} {p} does not exist (run snakemake to make it)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise LedgerFileError(f"{what} {p} cannot be read as JSON ({err}); it is truncated or was edited: "
+                              "delete it and rerun snakemake") from None
+    if not isinstance(data, dict):
+        raise LedgerFileError(f"{what} {p} holds a JSON {type(data).__name__}, not an object: delete it and "
+                              "rerun snakemake")
+    return data
+
+
+def results_root(evaluation_path: str | Path) -> Path:
+    """The results folder of an evaluation at ``<results>/claims/evaluations/<ID>.json``."""
+    return Path(evaluation_path).parent.parent.parent
+
+
+def file_hashes(paths: Sequence[str | Path], root: str | Path) -> dict[str, str]:
+    """``{path relative to root: sha256}`` of ``paths`` (``root``: the results folder)."""
+    return {os.path.relpath(Path(p), Path(root)): sha256_file(p) for p in paths}
+
+
+_CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_sha256", "replicate_entries_sha256"}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
+    """The first break of the entry's hash chain, by file (``[]`` = intact):
+
+    1. ``<claims>/evaluations/<ID>.json`` exists and has the sha256 the entry recorded
+       (``evaluation_sha256``), and every field of the evaluation equals the entry's (an entry whose
+       verdict or measured values were edited differs from its evaluation);
+    2. every results file the evaluation recorded (``results_sha256``, relative to the results
+       folder) exists with that sha256, and a results JSON sealed by ``ntkrepro.run`` is intact;
+    3. each replicate entry the headline entry read (``replicate_entries_sha256``) has that sha256
+       and an intact chain of its own.
+    """
+    cid = e.get("id", "?")
+    root = claims_dir.parent
+    want = e.get("evaluation_sha256")
+    if not want:
+        return [f"{cid}: the entry records no evaluation_sha256 (written before the hash chain, or by hand): "
+                "delete it and rerun snakemake"]
+    ev_path = claims_dir / "evaluations" / f"{cid}.json"
+    if not ev_path.is_file():
+        return [f"{cid}: its evaluation {ev_path} is missing"]
+    got = sha256_file(ev_path)
+    if got != want:
+        return [f"{cid}: {ev_path} has sha256 {got[:12]}..., the entry recorded {want[:12]}...: the evaluation "
+                "changed after the entry was written (edited by hand?); delete both and rerun snakemake"]
+    try:
+        ev = read_ledger_file(ev_path, "evaluation")
+    except LedgerFileError as err:
+        return [f"{cid}: {err}"]
+    for k, v in ev.items():
+        if k not in _CHAIN_ADDED and not _same(e.get(k, "<missing>"), v):
+            return [f"{cid}: field {k!r} of {claims_dir / (cid + '.json')} differs from its evaluation {ev_path} "
+                    "(the entry was edited by hand?); delete the entry and rerun snakemake"]
+    hashes = ev.get("results_sha256")
+    if not isinstance(hashes, Mapping) or not hashes:
+        return [f"{cid}: {ev_path} records no results_sha256 (written before the hash chain): delete it and rerun"]
+    for rel, sha in hashes.items():
+        p = root / rel
+        if not p.is_file():
+            return [f"{cid}: results file {p} (recorded by {ev_path}) is missing"]
+        got = sha256_file(p)
+        if got != sha:
+            return [f"{cid}: results file {p} has sha256 {got[:12]}..., its evaluation recorded {sha[:12]}...: "
+                    "it changed after the verdict was computed; rerun snakemake"]
+        if p.suffix == ".json":
+            try:
+                check_seal(read_ledger_file(p, "results file"), p)
+            except (TamperedFileError, LedgerFileError) as err:
+                return [f"{cid}: {err}"]
+    for rel, sha in (e.get("replicate_entries_sha256") or {}).items():
+        p = root / rel
+        if not p.is_file():
+            return [f"{cid}: replicate entry {p} is missing"]
+        if sha256_file(p) != sha:
+            return [f"{cid}: replicate entry {p} changed after the headline entry was written; rerun snakemake"]
+        try:
+            problems = check_chain(p.parent, read_ledger_file(p, "replicate entry"))
+        except LedgerFileError as err:
+            problems = [str(err)]
+        if problems:
+            return [f"{cid} (replicate {rel}): {problems[0]}"]
+    return []
+
+
 def check_replicates(e: Mapping[str, Any], n_replicates: int | None = None) -> list[str]:
     """Problems with an entry's ``replicates`` / ``stable`` fields (:func:`attach_replicates`):
     replicates 0..K-1 (K = ``n_replicates`` when given, e.g. from the claims index), replicate 0 =
@@ -710,10 +835,12 @@ def check_replicates(e: Mapping[str, Any], n_replicates: int | None = None) -> l
     return problems
 
 
-def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, int] | None = None) -> list[str]:
-    """Problems with the ledger: missing entries, missing keys, bad verdicts, inconsistent replicates,
-    and (with ``replicates``: claim -> number of replicates, as in the claims index) a number of
-    replicates other than the DAG's (empty list = fine)."""
+def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, int] | None = None,
+          chain: bool = False) -> list[str]:
+    """Problems with the ledger: missing or unreadable entries, missing keys, bad verdicts, inconsistent
+    replicates, (with ``replicates``: claim -> number of replicates, as in the claims index) a number of
+    replicates other than the DAG's, and (``chain``; the CLI's ``check`` sets it) the first break of
+    each entry's hash chain (:func:`check_chain`). Empty list = fine."""
     problems = []
     required = {"id", "paper", "statement", "criterion", "criterion_version", "amendments", "measured", "verdict",
                 "scale", "provenance", "replicates", "stable"}
@@ -722,7 +849,14 @@ def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, in
         if not p.exists():
             problems.append(f"{cid}: no ledger entry at {p}")
             continue
-        e = read_json(p)
+        try:
+            e = read_ledger_file(p, "ledger entry")
+        except LedgerFileError as err:
+            problems.append(f"{cid}: {err}")
+            continue
+        if e.get("id") != cid:
+            problems.append(f"{cid}: {p} is the entry of {e.get('id')!r}")
+            continue
         missing = required - e.keys()
         if missing:
             problems.append(f"{cid}: missing keys {sorted(missing)}")
@@ -735,6 +869,8 @@ def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, in
         problems += check_controls(e)
         if "replicates" in e:
             problems += check_replicates(e, None if replicates is None else int(replicates.get(cid, 1)))
+        if chain:
+            problems += check_chain(claims_dir, e)
     return problems
 
 
@@ -771,7 +907,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     v = sub.add_parser("evaluate", help="apply one claim's criterion and write its evaluation")
     v.add_argument("claim")
     v.add_argument("--results", nargs="+", required=True)
-    v.add_argument("--scale", required=True)
+    v.add_argument("--scale", required=True, choices=SCALES)
     v.add_argument("--config-hash", default=None)
     v.add_argument("--out", required=True)
     v.add_argument("--replicate", type=int, default=0, help="replicate index of this run (0: the headline run)")
@@ -796,24 +932,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--pdf", nargs="*", default=[])
     args = ap.parse_args(argv)
 
+    try:
+        return _run(ap, args)
+    except (LedgerFileError, TamperedFileError) as err:
+        print(f"ledger {args.cmd}: {err}", file=sys.stderr)
+        return 1
+
+
+def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.cmd == "evaluate":
+        missing = [p for p in args.results if not Path(p).is_file()]
+        if missing:
+            raise LedgerFileError(f"results file(s) {', '.join(missing)} do not exist (run snakemake to make them)")
         evaluation = make_evaluation(args.claim, load_results(args.results), scale=args.scale,
-                                     config_hash=args.config_hash, replicate=args.replicate)
+                                     config_hash=args.config_hash, replicate=args.replicate,
+                                     results_sha256=file_hashes(args.results, results_root(args.out)))
         write_json(args.out, evaluation)
         print(f"{args.claim} (replicate {args.replicate}): {evaluation['verdict']} -- {evaluation['reason']}")
     elif args.cmd == "entry":
-        evaluation = read_json(args.evaluation)
+        evaluation = read_ledger_file(args.evaluation, "evaluation")
         if evaluation.get("id") != args.claim:
             print(f"{args.evaluation} is the evaluation of {evaluation.get('id')!r}, not {args.claim}", file=sys.stderr)
             return 1
         if int(evaluation.get("replicate", 0)) != 0 and args.replicate_entries:
             ap.error("--replicate-entries belongs to the headline entry (replicate 0)")
-        entry = entry_from_evaluation(evaluation, args.figures, [read_json(p) for p in args.replicate_entries])
+        entry = entry_from_evaluation(evaluation, args.figures,
+                                      [read_ledger_file(p, "replicate entry") for p in args.replicate_entries])
+        # the hash chain (check_chain): the evaluation this entry copies, and the replicate entries it read
+        root = Path(args.out).parent.parent
+        entry["evaluation_sha256"] = sha256_file(args.evaluation)
+        if args.replicate_entries:
+            entry["replicate_entries_sha256"] = file_hashes(args.replicate_entries, root)
         write_json(args.out, entry)
         print(f"{args.claim} (replicate {entry['replicate']}): {entry['verdict']}"
               + ("" if entry.get("stable") is None else f" [stable across replicates: {entry['stable']}]"))
     elif args.cmd == "table":
-        entries = [read_json(p) for p in args.entries]
+        entries = [read_ledger_file(p, "ledger entry") for p in args.entries]
+        seen: dict[str, str] = {}
+        for p, e in zip(args.entries, entries):
+            if not isinstance(e.get("id"), str):
+                raise LedgerFileError(f"ledger entry {p} has no claim id: delete it and rerun snakemake")
+            if e["id"] in seen:
+                raise LedgerFileError(f"claim {e['id']} is given twice ({seen[e['id']]} and {p}); "
+                                      "give each ledger entry once")
+            seen[e["id"]] = p
         write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))
         got = {e["id"] for e in entries}
         if set(args.expected) != got:
@@ -829,9 +991,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not index.exists():
             print(f"no claims index at {index}", file=sys.stderr)
             return 1
-        idx = read_json(index)
-        expected = idx["claims"]
-        problems = check(claims_dir, expected, idx.get("replicates"))
+        idx = read_ledger_file(index, "claims index")
+        expected = idx.get("claims")
+        if not isinstance(expected, list) or not all(isinstance(c, str) for c in expected):
+            raise LedgerFileError(f"claims index {index} has no list of claim ids: rerun snakemake")
+        problems = check(claims_dir, expected, idx.get("replicates"), chain=True)
         problems += [f"missing report {p}" for p in args.pdf if not Path(p).is_file()]
         for p in problems:
             print("LEDGER:", p, file=sys.stderr)

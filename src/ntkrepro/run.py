@@ -25,9 +25,12 @@ the next ``snakemake`` invocation reruns the job because the command's hash chan
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -42,7 +45,7 @@ except ImportError:  # a bare environment (jax, numpy, scipy only: the GPU scrip
         return iterable
 
 from ntkrepro import provenance as _prov
-from ntkrepro.io import PathLike, write_json
+from ntkrepro.io import PathLike, seal, to_jsonable, write_json
 
 T = TypeVar("T")
 log = logging.getLogger("ntkrepro")
@@ -50,6 +53,52 @@ log = logging.getLogger("ntkrepro")
 
 class CodeMismatchError(RuntimeError):
     """The imported ntkrepro is another installation whose source differs from the workflow's."""
+
+
+class StillRunningError(RuntimeError):
+    """Another live process is computing the same output (e.g. an orphan of a killed Snakemake)."""
+
+
+@contextlib.contextmanager
+def output_lock(out: PathLike):
+    """Hold an exclusive ``flock`` on ``.<out name>.running`` beside ``out`` while computing it.
+
+    After ``kill -9`` of Snakemake itself, the jobs it started keep running as orphans and the next
+    ``snakemake`` is not locked out; a relaunched job would then compute the same output twice,
+    concurrently. With this lock the relaunched job stops at once, naming the orphan's pid. The lock
+    dies with its process (no stale lock after a crash); where the file system has no ``flock``
+    (some network file systems) the run goes on unlocked.
+    """
+    import fcntl
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.with_name(f".{out.name}.running")
+    fh = open(lock, "a+")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            pid = fh.read().strip() or "?"
+            raise StillRunningError(
+                f"{out}: another process (pid {pid}) is still computing this output -- an orphan of a killed "
+                f"snakemake? Wait for it to finish or stop it (kill {pid}), then rerun snakemake") from None
+        except OSError as err:
+            if err.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+            log.warning("%s: no file lock on this file system (%s); not guarding against a concurrent run", lock, err)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        try:
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+    finally:
+        fh.close()
 
 
 def code_record(spec: str) -> dict[str, Any]:
@@ -117,6 +166,13 @@ def execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str,
 
     ``code_hash``: the source hash the workflow expects (:func:`check_code`).
     """
+    with output_lock(out):
+        return _execute(spec, params, out, scale=scale, config_hash=config_hash, outputs=outputs,
+                        code_hash=code_hash)
+
+
+def _execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str, config_hash: str | None,
+             outputs: dict[str, Path] | None, code_hash: str | None) -> dict[str, Any]:
     code = code_record(spec)
     check_code(code, code_hash)
     fn = resolve(spec)
@@ -127,7 +183,7 @@ def execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str,
     results.setdefault("params", params)
     results["wall_seconds"] = round(time.perf_counter() - t0, 3)
     results["provenance"] = ctx.provenance(function=spec, code=code)
-    write_json(out, results)
+    write_json(out, seal(to_jsonable(results)))  # sealed: a later hand edit is refused (ntkrepro.io.seal)
     return results
 
 

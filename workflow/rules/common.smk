@@ -42,11 +42,20 @@ wildcard_constraints:
 
 
 def validate_section(section, schema):
-    """Validate config[section] against workflow/schemas/<schema>, naming the section on error."""
+    """Validate config[section] against workflow/schemas/<schema>, naming the section and the key on
+    error. Only a schema violation is reported as a config error; anything else (a schema file that
+    cannot be read, a full disk, ...) propagates as itself."""
+    import jsonschema
+
     try:
         validate(config[section], schema)
-    except Exception as err:
-        raise ValueError(f"config section '{section}': {err}") from None
+    except WorkflowError as err:
+        bad = [e for e in (err.__cause__, err.__context__) if isinstance(e, jsonschema.exceptions.ValidationError)]
+        if not bad:
+            raise
+        key = ".".join(map(str, [section, *bad[0].absolute_path]))
+        raise ValueError(f"config error at {key}: {bad[0].message} (fix it in your --configfile; the schema "
+                         f"is workflow/schemas/{Path(schema).name})") from None
 
 
 def _as_list(paths):

@@ -38,7 +38,9 @@ rule figure:
                 **FIGURES[f"{wc.paper}_{wc.claim}_{wc.what}"]["params"],
             }
         ),
-        code=lambda wc, input: code_hash("ntkrepro.notebooks", files=[input.notebook]),
+        # a function of the wildcards only: Snakemake does not record (so never compares) a param
+        # computed from `input`; the notebook's own imports (ntkrepro.plotting, ...) are followed
+        code=lambda wc: code_hash("ntkrepro.notebooks", files=[f"notebooks/{wc.paper}_{wc.claim}_{wc.what}.py"]),
     resources:
         mem_mb=2000,
         runtime=10,

@@ -44,6 +44,7 @@ import hashlib
 import io
 import os
 import pickle
+import posixpath
 import re
 import tarfile
 import shutil
@@ -305,11 +306,45 @@ def safe_members(tar: tarfile.TarFile, archive: PathLike) -> dict[str, tarfile.T
             kind = "symlink" if m.issym() else "hard link" if m.islnk() else "special file"
             raise ArchiveError(f"{archive}: member {m.name} is not a regular file ({kind}"
                                + (f" -> {m.linkname}" if m.linkname else "") + "); refusing this archive")
-        name = m.name[2:] if m.name.startswith("./") else m.name
+        name = normalise_member_name(m.name)
         if name in files:
-            raise ArchiveError(f"{archive}: member {name} occurs twice; refusing this archive")
+            raise ArchiveError(f"{archive}: member {name} occurs twice (as {files[name].name!r} and {m.name!r}, "
+                               "the same path once normalised); refusing this archive")
         files[name] = m
     return files
+
+
+def normalise_member_name(name: str) -> str:
+    """A member name as the file it extracts to: ``./a//b/./c`` -> ``a/b/c`` (so that two spellings
+    of one path count as a duplicate)."""
+    norm = posixpath.normpath(name.replace("\\", "/"))
+    return norm[2:] if norm.startswith("./") else norm
+
+
+def duplicate_members(tar: tarfile.TarFile, members: Mapping[str, tarfile.TarInfo], names: Iterable[str],
+                      archive: PathLike) -> None:
+    """Refuse an archive in which two of the members ``names`` have byte-identical content (e.g. a
+    training batch copied over another: the data would silently count twice)."""
+    seen: dict[str, str] = {}
+    for n in names:
+        if n not in members:
+            continue
+        fh = tar.extractfile(members[n])
+        assert fh is not None
+        digest = hashlib.sha256(fh.read()).hexdigest()
+        if digest in seen:
+            raise ArchiveError(f"{archive}: members {seen[digest]} and {n} are byte-identical (a duplicated "
+                               "batch); this is not the official archive: replace it")
+        seen[digest] = n
+
+
+def duplicate_rows(rows: np.ndarray) -> int:
+    """How many rows of ``rows`` (e.g. images, one per row) are byte-identical copies of an earlier row."""
+    a = np.ascontiguousarray(rows.reshape(len(rows), -1))
+    if len(a) == 0:
+        return 0
+    v = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+    return int(len(v) - len(np.unique(v)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -359,24 +394,43 @@ class RestrictedUnpickler(pickle.Unpickler):
             raise RefusedPickle(f"global '{module}.{name}' is not allowed in a data pickle") from None
 
 
-def check_plain(obj: Any, allowed_dtypes: Iterable[str] = ("uint8",), _path: str = "") -> None:
+#: Most distinct containers/values :func:`check_plain` visits (the official CIFAR-10 batches have
+#: about 20,000 each); a pickle beyond it is refused rather than walked for hours.
+MAX_PLAIN_NODES = 1_000_000
+
+
+def check_plain(obj: Any, allowed_dtypes: Iterable[str] = ("uint8",), _path: str = "",
+                max_nodes: int = MAX_PLAIN_NODES) -> None:
     """Raise :class:`RefusedPickle` unless ``obj`` is built only of dict, list, tuple, bytes,
-    str, int and numpy arrays whose dtype is in ``allowed_dtypes``."""
+    str, int and numpy arrays whose dtype is in ``allowed_dtypes``.
+
+    The walk visits each container once (memoised by ``id``: a pickle of shared references such as
+    ``x = [x, x]`` forty deep is a graph of 41 nodes, not a tree of 2**40) and refuses more than
+    ``max_nodes`` containers."""
     dts = tuple(allowed_dtypes)
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            check_plain(k, dts, f"{_path}/key")
-            check_plain(v, dts, f"{_path}/{k!r}")
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            check_plain(v, dts, f"{_path}[{i}]")
-    elif isinstance(obj, np.ndarray):
-        if obj.dtype.name not in dts:
-            raise RefusedPickle(f"array at {_path or '/'} has dtype {obj.dtype}, allowed {dts}")
-    elif obj is None or isinstance(obj, (bytes, str, bool, int)):
-        return
-    else:
-        raise RefusedPickle(f"object of type {type(obj).__name__} at {_path or '/'} is not allowed")
+    seen: set[int] = set()
+    stack: list[tuple[Any, str]] = [(obj, _path)]
+    while stack:
+        o, path = stack.pop()
+        if isinstance(o, (dict, list, tuple)):
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            if len(seen) > max_nodes:
+                raise RefusedPickle(f"more than {max_nodes} containers (at {path or '/'}): not a data pickle")
+            if isinstance(o, dict):
+                for k, v in o.items():
+                    stack.append((k, f"{path}/key"))
+                    stack.append((v, f"{path}/{k!r}"))
+            else:
+                stack.extend((v, f"{path}[{i}]") for i, v in enumerate(o))
+        elif isinstance(o, np.ndarray):
+            if o.dtype.name not in dts:
+                raise RefusedPickle(f"array at {path or '/'} has dtype {o.dtype}, allowed {dts}")
+        elif o is None or isinstance(o, (bytes, str, bool, int)):
+            continue
+        else:
+            raise RefusedPickle(f"object of type {type(o).__name__} at {path or '/'} is not allowed")
 
 
 def restricted_loads(data: bytes, *, allowed_dtypes: Iterable[str] = ("uint8",)) -> Any:

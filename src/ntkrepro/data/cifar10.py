@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ntkrepro.data.archive import (ArchiveError, ArchiveSpec, RefusedPickle, check_keys, config_bool, corrupt,
+                                   duplicate_members, duplicate_rows,
                                    resolve_archive, restricted_loads, safe_members)
 from ntkrepro.io import PathLike
 
@@ -74,6 +75,9 @@ def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
     if int(cfg.get("replicate") or 0) < 0:
         raise ValueError("data.cifar10.replicate must be >= 0")
     fname = Path(cfg.get("archive") or OFFICIAL_FILENAME).name
+    if not fname or fname in (".", ".."):
+        raise ValueError(f"data.cifar10.archive: {cfg.get('archive')!r} names no file; give the archive's file "
+                         f"name under data.root (e.g. {OFFICIAL_FILENAME})")
     sha, md5 = cfg.get("sha256"), cfg.get("md5")
     if fname == OFFICIAL_FILENAME:
         sha = sha or OFFICIAL_SHA256
@@ -106,7 +110,7 @@ def _read_batch(tar: tarfile.TarFile, members: Mapping[str, tarfile.TarInfo], me
         raise ArchiveError(f"{archive}: member {member} missing; not an official CIFAR-10 python archive")
     fh = tar.extractfile(members[member])
     assert fh is not None  # safe_members returns regular files only
-    d = restricted_loads(fh.read())
+    d = _loads(fh.read(), archive, member)
     if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
         raise ArchiveError(f"{archive}:{member}: expected a dict with b'data' and b'labels'")
     data, labels = d[b"data"], np.asarray(d[b"labels"], dtype=np.int64)
@@ -117,6 +121,20 @@ def _read_batch(tar: tarfile.TarFile, members: Mapping[str, tarfile.TarInfo], me
         raise ArchiveError(f"{archive}:{member}: labels must be {data.shape[0]} ints in [0, 10)")
     images = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)  # R,G,B planes -> NHWC
     return np.ascontiguousarray(images), labels
+
+
+def _loads(data: bytes, archive: Path, member: str) -> Any:
+    """restricted_loads, a refusal naming the archive and the member."""
+    try:
+        return restricted_loads(data)
+    except RefusedPickle as err:
+        raise RefusedPickle(f"{archive}:{member}: {err}; refusing this archive (not plain data, so not the "
+                            "official CIFAR-10): replace it with the official file") from None
+
+
+#: Largest fraction of byte-identical duplicate images (train + test) accepted; above it the archive
+#: is refused (a duplicated batch, or data that would leak between train and test).
+MAX_DUPLICATE_FRACTION = 0.01
 
 
 def load_cifar10(archive: PathLike) -> Cifar10:
@@ -134,21 +152,36 @@ def load_cifar10(archive: PathLike) -> Cifar10:
     try:
         with tar:
             members = safe_members(tar, archive)
+            duplicate_members(tar, members, (*TRAIN_MEMBERS, TEST_MEMBER), archive)
             parts = [_read_batch(tar, members, m, archive) for m in TRAIN_MEMBERS]
             test_x, test_y = _read_batch(tar, members, TEST_MEMBER, archive)
             names: list[str] = []
             if META_MEMBER in members:
                 fh = tar.extractfile(members[META_MEMBER])
                 assert fh is not None
-                meta = restricted_loads(fh.read())
+                meta = _loads(fh.read(), archive, META_MEMBER)
                 if isinstance(meta, dict):
-                    names = [n.decode() if isinstance(n, bytes) else str(n) for n in meta.get(b"label_names", [])]
+                    raw = meta.get(b"label_names", [])
+                    if not (isinstance(raw, list) and all(isinstance(n, (bytes, str)) for n in raw)):
+                        raise ArchiveError(f"{archive}:{META_MEMBER}: label_names must be a list of names; "
+                                           "this is not the official archive: replace it")
+                    names = [n.decode() if isinstance(n, bytes) else n for n in raw]
     except (ArchiveError, RefusedPickle):
         raise
     except Exception as err:  # noqa: BLE001 -- EOFError, zlib.error, a truncated pickle, bad UTF-8 ...
         raise corrupt(archive, err) from err
-    return Cifar10(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                   test_x, test_y, names, archive)
+    train_x = np.concatenate([p[0] for p in parts])
+    n_dup = duplicate_rows(np.concatenate([train_x, test_x]))
+    if n_dup > MAX_DUPLICATE_FRACTION * (len(train_x) + len(test_x)):
+        raise ArchiveError(f"{archive}: {n_dup} of {len(train_x) + len(test_x)} images are byte-identical copies "
+                           "of another image (train and test together); this is not the official archive: "
+                           "replace it")
+    if n_dup:
+        import logging
+
+        logging.getLogger("ntkrepro.data").warning("%s: %d byte-identical duplicate images (train + test)",
+                                                   archive, n_dup)
+    return Cifar10(train_x, np.concatenate([p[1] for p in parts]), test_x, test_y, names, archive)
 
 
 def downsample(x: np.ndarray, size: int) -> np.ndarray:

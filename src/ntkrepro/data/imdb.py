@@ -64,6 +64,9 @@ def archive_spec(cfg: Mapping[str, Any]) -> ArchiveSpec:
     check_keys(cfg, CONFIG_KEYS, "data.imdb")
     path = cfg.get("archive")
     filename = Path(path).name if path else OFFICIAL_FILENAME
+    if not filename or filename in (".", ".."):
+        raise ValueError(f"data.imdb.archive: {path!r} names no file; give the archive's path (e.g. "
+                         f"{OFFICIAL_FILENAME}) or null for the official file in resources_dir")
     sha, md5 = cfg.get("sha256"), cfg.get("md5")
     if filename == OFFICIAL_FILENAME:
         sha = sha or OFFICIAL_SHA256

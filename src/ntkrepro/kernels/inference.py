@@ -101,12 +101,19 @@ def regularised_cholesky(k: np.ndarray, diag_reg: float, *, max_jitter: float = 
     :math:`\epsilon = 0` first, then :math:`10^{-10}, 10^{-9}, \dots \le` ``max_jitter``, each
     escalation logged as a warning.
     """
+    if not np.isfinite(diag_reg):
+        raise ValueError(f"diag_reg must be finite, got {diag_reg!r}: an infinite ridge gives all-zero predictions "
+                         "(chance accuracy); check diag_reg_grid in the config")
     if diag_reg < 0:
-        raise ValueError("diag_reg must be >= 0")
+        raise ValueError(f"diag_reg must be >= 0, got {diag_reg!r}")
     n = k.shape[0]
+    if n == 0:
+        raise ValueError("empty training set: the train kernel is 0 x 0, nothing to regress on "
+                         "(check n_train and the data the run selected)")
     scale = float(np.trace(k) / n)
     if not scale > 0:
-        raise ValueError("kernel has a non-positive mean diagonal")
+        raise ValueError(f"kernel has a non-positive mean diagonal ({scale:g}); a kernel's diagonal is "
+                         "k(x, x) >= 0, so the kernel is wrong or every input is zero")
     jitter = 0.0
     while True:
         try:
@@ -133,6 +140,9 @@ def kernel_regression(k_train_train: np.ndarray, k_test_train: np.ndarray, y_tra
     non-finite inputs or predictions.
     """
     k, ks, y = _check(k_train_train, k_test_train, y_train, sym_rtol)
+    if not np.isfinite(float(diag_reg)):
+        raise ValueError(f"diag_reg must be finite, got {diag_reg!r}: an infinite ridge gives all-zero predictions "
+                         "(chance accuracy); check diag_reg_grid in the config")
     factor, jitter = regularised_cholesky(k, float(diag_reg))
     pred = ks @ sla.cho_solve(factor, y, check_finite=False)
     if not np.all(np.isfinite(pred)):
@@ -170,10 +180,13 @@ def _label_indices(labels: np.ndarray) -> np.ndarray:
 
 
 def accuracy(pred: np.ndarray, labels: np.ndarray) -> float:
-    """Fraction of correct class predictions."""
+    """Fraction of correct class predictions (raises on an empty prediction set: no accuracy)."""
     p, lab = predicted_classes(pred), _label_indices(labels)
     if p.size != lab.size:
         raise ValueError(f"pred ({p.size}) and labels ({lab.size}) have different lengths")
+    if p.size == 0:
+        raise ValueError("accuracy of zero predictions is undefined (empty test or validation set; "
+                         "check n_test / n_val)")
     return float(np.mean(p == lab))
 
 
@@ -183,6 +196,9 @@ def accuracy_with_ci(pred: np.ndarray, labels: np.ndarray, n_boot: int = 1000, s
     p, lab = predicted_classes(pred), _label_indices(labels)
     if p.size != lab.size:
         raise ValueError(f"pred ({p.size}) and labels ({lab.size}) have different lengths")
+    if p.size == 0:
+        raise ValueError("accuracy of zero predictions is undefined (empty test or validation set; "
+                         "check n_test / n_val)")
     correct = (p == lab).astype(float)
     return bootstrap_ci(correct, np.mean, n_boot=n_boot, level=level, seed=seed)
 
