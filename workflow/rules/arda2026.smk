@@ -59,7 +59,7 @@ rule arda2026_sweep_shard:
         what="[a-z_]+",
         shard=r"\d+",
     message:
-        f"{{wildcards.claim}} (Arda et al. 2026) shard {{wildcards.shard}} of {{params.n_shards}}: {{params.size}}, scale {SCALE}"
+        job_message("{wildcards.claim} (Arda et al. 2026)", "shard {wildcards.shard} of {params.n_shards}: {params.size}")
     params:
         function=lambda wc: _arda_sweeps.function(wc.claim, "shard"),
         code_hash=lambda wc: function_code_hash(_arda_sweeps.function(wc.claim, "shard")),
@@ -91,7 +91,7 @@ rule arda2026_sweep_aggregate:
         claim="A[1-4]",
         name="[a-z_]+",
     message:
-        f"{{wildcards.claim}} (Arda et al. 2026) aggregate {{params.n_shards}} shard(s): {{params.size}}, scale {SCALE}"
+        job_message("{wildcards.claim} (Arda et al. 2026)", "aggregate {params.n_shards} shard(s): {params.size}")
     params:
         function=lambda wc: _arda_sweeps.function(wc.claim, "aggregate"),
         code_hash=lambda wc: function_code_hash(_arda_sweeps.function(wc.claim, "aggregate")),
@@ -118,6 +118,8 @@ for _claim, _sweep in _arda_sweeps.SWEEPS.items():
 # ---- A5: attention share of the NTK ---------------------------------------------------------
 rule A5_arda2026_attention_share:
     """Output/value/attention parts of the empirical NTK vs width (ntkrepro.arda2026.ntk_share.run_a5)."""
+    message:
+        job_message("A5", "empirical NTK parts (output/value/attention) vs width")
     output:
         results=f"{R}/arda2026/A5_attention_share.json",
     log:
@@ -151,6 +153,8 @@ register_claim("A5", "arda2026", [rules.A5_arda2026_attention_share.output.resul
 # ---- benchmark: projected-GD steps/s, project step vs plain PyTorch autograd (issue 13.5) ---
 rule arda2026_training_throughput:
     """Projected-GD steps/s of the project step and a PyTorch-autograd step, bytes/step, bandwidth (ntkrepro.arda2026.benchmark.run_throughput)."""
+    message:
+        job_message("benchmark", "Arda et al. projected-GD steps/s vs PyTorch autograd")
     output:
         results=f"{R}/benchmarks/arda2026_training_throughput.json",
     log:
