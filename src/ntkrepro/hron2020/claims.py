@@ -275,7 +275,7 @@ def evaluate_h4(results: Results, scale: str) -> Evaluation:
     parts: dict[str, Status] = {}
     power: list[PowerLine] = []
     n_fit, paper_fit = int(rs["n_fit"]), float(rs.get("paper_n_fit", 50000))
-    fit_name = "training images (train+val)"
+    fit_name = "n_train+val"
     for c in r["comparisons"]:
         a, b = model[(c["a"], c["kernel"])], model[(c["b"], c["kernel"])]
         iv = centred_interval(float(c["difference"]["value"]),
@@ -481,7 +481,7 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
             raise ValueError(f"H6 results lack the {FAMILY_LABELS[f]} family")
     rs = _require_resampling(list(fam.values()), final if final else r, "H6")
     n_fit, paper_fit = int(rs["n_fit"]), float(rs["paper_n_fit"])
-    fit_name = "training reviews"
+    fit_name = "n_train"
 
     def diff(x: str, y: str) -> tuple[Interval, np.ndarray]:
         cx, cy = np.asarray(fam[x]["test_correct"], float), np.asarray(fam[y]["test_correct"], float)

@@ -125,8 +125,8 @@ class PredictedPowerLine(PowerLine):
         head = f"{self.quantity}: half-width {self.half_width:.3g} at {self.size_name}={self.size:g}"
         if not np.isfinite(self.needed):
             return f"{head}; {self.predicts} ({self.basis})"
-        return (f"{head}; at {self.size_name} ~ {int(np.ceil(self.needed)):d} the part is predicted to be "
-                f"{self.predicts} ({self.basis})")
+        return (f"{head}; at {self.size_name} ~ {int(np.ceil(self.needed)):d} it is predicted {self.predicts} "
+                f"({self.basis})")
 
     def as_dict(self) -> dict[str, float | str]:
         return {**super().as_dict(), "predicts": self.predicts, "basis": self.basis}
@@ -138,7 +138,10 @@ def curve_fit(sizes: Sequence[float], values: Sequence[float]) -> tuple[Interval
     x, y = np.log(np.asarray(sizes, float)), np.asarray(values, float)
     if np.unique(x).size < 2 or x.size < 3:
         return None
-    return linear_fit(x, y)
+    fits = linear_fit(x, y)
+    # an exact fit (no residual) has a t-interval of width 0, returned as NaN bounds: use the estimate
+    return tuple(Interval(f.value, f.value if np.isnan(f.low) else f.low, f.value if np.isnan(f.high) else f.high,
+                          f.level, f.method) for f in fits)
 
 
 def _grid(n_from: float, n_to: float) -> np.ndarray:
@@ -166,7 +169,7 @@ def curve_power_line(quantity: str, iv: Interval, status_of: Callable[[Interval]
     slope, icpt = fit
     basis = (f"learning curve {values_text(sizes, values)}; fitted slope {slope.value:+.4f} "
              f"[{slope.low:+.4f}, {slope.high:+.4f}] per unit log {size_name}, half-width held at {hw:.3g}")
-    if slope.low <= 0 <= slope.high:
+    if not (slope.low > 0 or slope.high < 0):
         return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
                                   f"not predicted to be decided by any {size_name}: the learning curve shows no "
                                   "trend (slope interval contains 0)", basis)
@@ -174,7 +177,7 @@ def curve_power_line(quantity: str, iv: Interval, status_of: Callable[[Interval]
         v = icpt.value + slope.value * np.log(n)
         st = status_of(Interval(float(v), float(v - hw), float(v + hw), iv.level, "predicted"))
         if st is not Status.UNDECIDED:
-            word = "holds" if st is Status.HOLDS else "refuted (not_reproduced)"
+            word = "to hold" if st is Status.HOLDS else "to be refuted (not_reproduced)"
             return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float(n), word,
                                       f"extrapolated; {basis}")
     return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
@@ -247,7 +250,7 @@ def regime_gate(gain: Interval, *, chance: float, sizes: Sequence[float], gains:
             if fit[1].value + slope.value * np.log(n) - hw > margin:
                 needed = float(n)
                 break
-    predicts = ("informative (the orderings are then judged)" if np.isfinite(needed) else
+    predicts = ("to be informative (the parts are then judged)" if np.isfinite(needed) else
                 f"not informative at any {size_name} the fitted curve reaches")
     line = PredictedPowerLine(f"regime not informative at this scale ({models} gain over chance vs margin "
                               f"{margin:.3f})", hw, float("nan"), size_name, float(size), needed, predicts,
