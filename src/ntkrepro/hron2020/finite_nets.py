@@ -88,7 +88,7 @@ def make_model(*, seq_len: int, d_model: int, n_heads: int, n_pos_emb: int, n_cl
 
 
 def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, *, epochs: int,
-                 batch_size: int, learning_rate: float):
+                 batch_size: int, learning_rate: float, n_curve_val: int | None = None):
     r"""A compiled ``train(seeds, labels, mechanism, layer_norm) -> (val logits, loss curves, val
     predictions by epoch)``.
 
@@ -96,8 +96,8 @@ def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndar
     batch dropped); the runs are trained in parallel (``vmap`` over ``seeds`` and the training
     ``labels`` of each run, shape ``(runs, n_train)``: the real labels, or permuted ones for the
     negative control) and the configuration indices are traced, so one compilation serves every
-    configuration. The predicted validation classes after every epoch (the learning curve in epochs)
-    are returned too. Deterministic given the seeds on CPU (``y_train`` is not used; kept for the signature).
+    configuration. The predicted classes of the first ``n_curve_val`` validation images (all by
+    default) after every epoch (the learning curve in epochs) are returned too. Deterministic given the seeds on CPU (``y_train`` is not used; kept for the signature).
     """
     import jax
     import jax.numpy as jnp
@@ -108,6 +108,7 @@ def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndar
     if nb < 1:
         raise ValueError("batch_size larger than the training set")
     xt, xv = jnp.asarray(x_train), jnp.asarray(x_val)
+    xc = xv if n_curve_val is None else xv[: int(n_curve_val)]
     opt = optax.adam(learning_rate)
 
     def train_seed(seed, yt, mech, ln):
@@ -128,7 +129,7 @@ def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndar
                 return (optax.apply_updates(p, upd), s), loss
 
             carry, losses = jax.lax.scan(step, carry, perm)
-            pred = model.apply(carry[0], xv, mech, ln).argmax(-1).astype(jnp.int8)
+            pred = model.apply(carry[0], xc, mech, ln).argmax(-1).astype(jnp.int8)
             return carry, (losses.mean(), pred)
 
         (params, _), (losses, preds) = jax.lax.scan(epoch, (params, state), jax.random.split(k_shuf, epochs))
@@ -153,7 +154,8 @@ def _run_record(m: str, ln: str, s: int, init_seed: int, logits: np.ndarray, los
     finite = bool(np.all(np.isfinite(losses)) and np.all(np.isfinite(logits)))
     return {"mechanism": m, "layer_norm": ln, "seed": s, "init_seed": init_seed,
             "val_accuracy": float(correct.mean()), "train_loss": losses.tolist(), "finite": finite,
-            "val_accuracy_by_epoch": [float(np.mean(p == y_val)) for p in preds], "correct": correct.tolist()}
+            "val_accuracy_by_epoch": [float(np.mean(p == y_val[: p.shape[0]])) for p in preds],
+            "correct": correct.tolist()}
 
 
 def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
@@ -173,7 +175,8 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     model = make_model(seq_len=size * size, d_model=int(params["d_model"]), n_heads=int(params["n_heads"]),
                        n_pos_emb=int(params["n_pos_emb"]))
     train = make_trainer(model, x_train, d["y_train"], x_val, epochs=int(params["epochs"]),
-                         batch_size=int(params["batch_size"]), learning_rate=float(params["learning_rate"]))
+                         batch_size=int(params["batch_size"]), learning_rate=float(params["learning_rate"]),
+                         n_curve_val=params.get("curve_val"))
     labels = np.stack([d["y_train"]] * len(seeds) + [y_perm] * n_ctrl).astype(np.int32)
     runs, ctrl_runs = [], []
     ctrl_seeds = seeds[:n_ctrl]
@@ -191,7 +194,8 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     base = {"claim": "H5", "image_size": size, "n_train": int(x_train.shape[0]), "n_val": int(x_val.shape[0]),
             "epochs": int(params["epochs"]), "mechanisms": list(params["mechanisms"]),
             "layer_norms": list(params["layer_norms"]), "archive": d["archive"].rsplit("/", 1)[-1],
-            "archive_sha256": d["archive_sha256"], "n_classes": 10}
+            "archive_sha256": d["archive_sha256"], "n_classes": 10,
+            "curve_val": int(min(int(params.get("curve_val") or x_val.shape[0]), x_val.shape[0]))}
     control = {**base, "seeds": ctrl_seeds, "runs": ctrl_runs,
                "control_note": f"training labels permuted; {len(ctrl_seeds)} seed(s) per configuration (the real "
                                f"run has {len(seeds)}), same epochs, data and validation images"}
