@@ -30,6 +30,7 @@ w = np.array(res["widths"], float)
 corr = np.array(res["corr"], float)            # (widths, seeds, test sequences)
 corr0 = np.array(res["corr_init"], float)
 slope = ev["measured"]["corr_slope_per_doubling"]
+gain = ev["measured"]["training_gain_slope_per_doubling"]    # what the criterion judges (v3)
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
@@ -41,7 +42,9 @@ mean = corr.mean((1, 2))
 ax.plot(w, mean, "o-", color="C0", label="trained (mean over seeds, sequences)")
 ax.plot(w, mean[0] + slope["value"] * np.log2(w / w[0]), "k--", lw=1,
         label=f"fit: {interval_text(slope, 3)} per doubling")
-ax.plot(w, corr0.mean((1, 2)), "s:", color="C1", label="untrained attention")
+ax.plot(w, corr0.mean((1, 2)), "s:", color="C1", label="untrained attention (same networks)")
+ax.plot([], [], " ", label=f"training gain (trained - untrained): {interval_text(gain, 3)} per doubling, "
+                           f"minimum effect {ev['figure_data']['min_effect']}")
 ax.plot(w, np.mean(res["corr_teacher"], (1, 2)), "^:", color="C2", label="trained vs teacher pattern")
 ax.set(xscale="log", xlabel="width W", ylabel="off-diagonal Pearson r", title="per-sequence attention vs NTK top-k")
 ax.legend(fontsize=7)

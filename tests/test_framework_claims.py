@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ntkrepro.framework import claims
-from ntkrepro.ledger import Verdict, get_claim
+from ntkrepro.ledger import Verdict, get_claim, make_entry
 
 W = [64, 256, 1024, 4096]
 P = {"n_boot": 300, "seed": 0, "steps": 100, "width": 64, "layernorm": True, "activation": "gelu"}
@@ -25,23 +25,50 @@ def _check(ev, expected):
     return ev
 
 
+AMENDED_ISSUE21 = {"F3", "F4", "F5"}   # criteria changed by issue 21 (amendment 2)
+
+
 def test_all_framework_claims_registered_with_amendments():
     for c in ("F1", "F2", "F3", "F4", "F5", "F6"):
         spec = get_claim(c)
         assert spec.paper == "framework" and spec.evaluate is not None
-        assert spec.version == 2 and len(spec.amendments) == 1
-        am = spec.amendments[0]
-        assert am.date == "2026-12-02" and am.change and am.why
-        assert set(am.previous) == {"default", "smoke"}
-        assert not any("BASELINE_" in v for v in am.previous.values()), "baseline numbers not filled in"
+        n = 2 if c in AMENDED_ISSUE21 else 1
+        assert spec.version == 1 + n and len(spec.amendments) == n
+        for am, date in zip(spec.amendments, ("2026-12-02", "2026-12-04")):
+            assert am.date == date and am.change and am.why
+            assert set(am.previous) == {"default", "smoke"}
+            assert not any("BASELINE_" in v or "SMOKE_OLD" in v for v in am.previous.values()), \
+                "previous numbers not filled in"
         assert "Paper" in spec.criterion and '"' in spec.criterion  # quotes the paper's sentence
+        assert len(spec.controls) == 1 and spec.controls[0].why_fails
 
 
 # ---------------------------------------------------------------------------------------- F1
-def _f1(err, nt_rel=1e-16, widths=W):
-    return {"F1_linear_attention": {"widths": list(widths), "rel_error": err,
-                                    "rel_error_of_seed_mean": [0.01] * len(widths),
-                                    "closed_vs_neural_tangents_max_rel": nt_rel, "params": P}}
+def _f1(err, nt_rel=1e-16, widths=W, control=None):
+    r = {"widths": list(widths), "rel_error": err, "rel_error_of_seed_mean": [0.01] * len(widths),
+         "closed_vs_neural_tangents_max_rel": nt_rel, "params": P}
+    if control is not None:
+        r["controls"] = {"wrong_constant": control}
+    return {"F1_linear_attention": r}
+
+
+def _f1_wrong(err, widths=W):
+    """The wrong-constant control's payload: the error against half the kernel tends to 1."""
+    e = np.asarray(err, float)
+    return {"widths": list(widths), "rel_error": (1.0 + e).tolist(), "rel_error_of_seed_mean": [1.0] * len(widths),
+            "closed_vs_neural_tangents_max_rel": 1.0, "constant": 2.0}
+
+
+def test_f1_control_wrong_constant_is_rejected():
+    good = _noisy(2.0 * np.array(W, float) ** -0.5)
+    e = make_entry("F1", _f1(good, control=_f1_wrong(good)), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "wrong_constant" and c["verdict"] == "not_reproduced" and c["rejected"]
+    assert c["parts"]["closed_form_vs_neural_tangents"] == "refuted"
+    assert e["verdict"] == e["criterion_verdict"] == "reproduced"
+    # a control the criterion cannot reject (the "wrong" form equals the right one) caps the claim
+    e = make_entry("F1", _f1(good, control={**_f1(good)["F1_linear_attention"]}), scale="default")
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "inconclusive"
 
 
 def test_f1_four_directions():
@@ -90,6 +117,20 @@ def test_f2_four_directions():
     assert ev.power[0].size_name == "seeds" and ev.power[0].needed > 3
 
 
+def test_f2_control_single_draw_fluctuation_is_rejected():
+    w = np.array(W2, float)
+    r = _f2(_noisy(5.0 / w))
+    r["F2_kernel_regime"]["by_activation"]["gelu"]["init_dev"] = _noisy(0.8 / np.sqrt(w), seed=3)
+    e = make_entry("F2", r, scale="default")
+    (c,) = e["controls"]
+    assert c["verdict"] == "not_reproduced", c["reason"]
+    assert c["measured"]["gap_slope_vs_width"]["value"] == pytest.approx(-0.5, abs=0.05)
+    assert e["verdict"] == "reproduced"
+    # the control's numbers come from init_dev, not from the gap
+    ctrl = claims.control_f2_single_draw(r)["F2_kernel_regime"]["by_activation"]["gelu"]
+    assert ctrl["gap"] == r["F2_kernel_regime"]["by_activation"]["gelu"]["init_dev"]
+
+
 # ---------------------------------------------------------------------------------------- F3
 def _f3_kernels(n=30, S=16, seed=0, pe_decay=3.0, coupling=0.3, noise=0.02, no_attn_coupling=0.05):
     rng = np.random.default_rng(seed)
@@ -102,8 +143,42 @@ def _f3_kernels(n=30, S=16, seed=0, pe_decay=3.0, coupling=0.3, noise=0.02, no_a
     pe = noisy(np.eye(S) + coupling * np.exp(-d / pe_decay) + 0.2)
     no_pe = noisy(np.eye(S) + coupling * 0.5 + 0.2)
     no_attn = noisy(np.eye(S) + no_attn_coupling)
+    neither = noisy(np.eye(S))
     return {"F3_positions": {"params": P},
-            "F3_position_kernels": {"pe": pe, "no_pe": no_pe, "no_attention_pe": no_attn}}
+            "F3_position_kernels": {"pe": pe, "no_pe": no_pe, "no_attention_pe": no_attn,
+                                    "no_attention_no_pe": neither}}
+
+
+def test_f3_constant_top_eigenvector_does_not_pass_part_a():
+    """Issue 21: a positive exchangeable kernel (no positional structure at all) has a constant leading
+    eigenvector, whose low-frequency share is 1; the old part (a) passed it. The top-k eigenspace
+    against the baselines does not."""
+    S, n = 16, 30
+    rng = np.random.default_rng(1)
+
+    def exch(c):
+        e = rng.normal(0, 0.02, (n, S, S))
+        return np.eye(S) + c + 0.5 * (e + e.transpose(0, 2, 1))
+
+    r = {"F3_positions": {"params": P},
+         "F3_position_kernels": {"pe": exch(0.4), "no_pe": exch(0.4), "no_attention_pe": exch(0.4),
+                                 "no_attention_no_pe": exch(0.0)}}
+    ev = claims.evaluate_f3(r, "default")
+    assert ev.measured["top1_low_freq_share_pe"] == pytest.approx(1.0, abs=1e-3)   # the old statistic: 1.00
+    assert ev.measured["top1_low_freq_share_pe"] - ev.measured["white_low_freq_share"] > 0.5
+    assert ev.parts["low_frequency_vs_no_attention"].value != "holds"
+    assert ev.parts["low_frequency_vs_no_pe"].value != "holds"
+    assert ev.verdict is not Verdict.REPRODUCED
+    cutoff, k = claims.f3_topk(S)
+    assert (cutoff, k) == (2, 5) and ev.measured["top_k"] == 5
+
+
+def test_f3_control_no_attention_no_pe_is_rejected():
+    e = make_entry("F3", _f3_kernels(), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "no_attention_no_pe" and c["verdict"] == "not_reproduced", c["reason"]
+    assert c["parts"]["coupling"] == "refuted"
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "reproduced"
 
 
 def test_f3_four_directions():
@@ -131,31 +206,100 @@ def test_f3_four_directions():
 
 
 # ---------------------------------------------------------------------------------------- F4
-def _f4(corr, widths=(64, 128, 256, 512)):
+def _f4(corr, corr_init=None, widths=(64, 128, 256, 512)):
     corr = np.asarray(corr, float)
-    return {"F4_attention": {"widths": list(widths), "corr": corr.tolist(), "corr_init": corr.tolist(),
+    init = 0.2 + 0.02 * np.arange(len(widths))[:, None, None] + 0 * corr if corr_init is None else corr_init
+    return {"F4_attention": {"widths": list(widths), "corr": corr.tolist(), "corr_init": np.asarray(init).tolist(),
                              "corr_teacher": (0.1 + 0 * corr).tolist(), "params": P}}
 
 
 def test_f4_four_directions():
     rng = np.random.default_rng(0)
     lw = np.arange(4)[:, None, None]
-    up = 0.2 + 0.1 * lw + rng.normal(0, 0.05, (4, 16, 8))
-    down = 0.6 - 0.1 * lw + rng.normal(0, 0.05, (4, 16, 8))
-    flat = 0.3 + rng.normal(0, 0.05, (4, 16, 8)) + 0 * lw
-    _check(claims.evaluate_f4(_f4(up), "default"), Verdict.REPRODUCED)
-    _check(claims.evaluate_f4(_f4(down), "default"), Verdict.NOT_REPRODUCED)
-    _check(claims.evaluate_f4(_f4(flat), "default"), Verdict.INCONCLUSIVE)
-    # underpowered: a real upward trend, but 2 seeds x 2 sequences with large scatter
-    wide = 0.2 + 0.03 * lw + rng.normal(0, 0.4, (4, 2, 2))
-    ev = _check(claims.evaluate_f4(_f4(wide), "default"), Verdict.INCONCLUSIVE)
-    assert ev.measured["corr_slope_per_doubling"].contains(0.0)
+    init = 0.2 + 0.02 * lw + rng.normal(0, 0.05, (4, 16, 8))              # untrained: rises 0.02 per doubling
+    up = init + 0.05 * lw + rng.normal(0, 0.03, (4, 16, 8))               # training adds 0.05 per doubling
+    down = init - 0.05 * lw + rng.normal(0, 0.03, (4, 16, 8))
+    edge = init + 0.01 * lw + rng.normal(0, 0.03, (4, 16, 8))             # gain on the minimum effect
+    _check(claims.evaluate_f4(_f4(up, init), "default"), Verdict.REPRODUCED)
+    _check(claims.evaluate_f4(_f4(down, init), "default"), Verdict.NOT_REPRODUCED)
+    _check(claims.evaluate_f4(_f4(edge, init), "default"), Verdict.INCONCLUSIVE)
+    # underpowered: a real training gain, but 2 seeds x 2 sequences with large scatter
+    i2 = init[:, :2, :2]
+    wide = i2 + 0.05 * lw + rng.normal(0, 0.4, (4, 2, 2))
+    ev = _check(claims.evaluate_f4(_f4(wide, i2), "default"), Verdict.INCONCLUSIVE)
+    assert ev.measured["training_gain_slope_per_doubling"].contains(claims.F4_MIN_EFFECT)
+
+
+def test_f4_init_only_does_not_pass():
+    """Issue 21: the trained correlation rises with width only because the untrained one does (slopes
+    0.0294 vs 0.0291 at default): the old criterion (trained slope above 0) passed; the paired
+    training gain is refuted."""
+    rng = np.random.default_rng(2)
+    lw = np.arange(4)[:, None, None]
+    init = 0.2 + 0.03 * lw + rng.normal(0, 0.05, (4, 16, 16))
+    trained = init + 0.0003 * lw + rng.normal(0, 0.005, init.shape)
+    ev = claims.evaluate_f4(_f4(trained, init), "default")
+    assert ev.measured["corr_slope_per_doubling"].above(0.0)           # what the old criterion passed on
+    _check(ev, Verdict.NOT_REPRODUCED)
+    assert ev.measured["training_gain_slope_per_doubling"].below(claims.F4_MIN_EFFECT)
+
+
+def test_f4_control_untrained_is_rejected():
+    rng = np.random.default_rng(0)
+    lw = np.arange(4)[:, None, None]
+    init = 0.2 + 0.03 * lw + rng.normal(0, 0.05, (4, 16, 8))
+    e = make_entry("F4", _f4(init + 0.05 * lw + rng.normal(0, 0.03, init.shape), init), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "untrained" and c["verdict"] == "not_reproduced", c["reason"]
+    assert c["measured"]["training_gain_slope_per_doubling"]["value"] == 0.0
+    assert e["verdict"] == "reproduced"
 
 
 # ---------------------------------------------------------------------------------------- F5
-def _f5(causal, bidir):
-    return {"F5_masking": {"eff_rank_causal": np.asarray(causal).tolist(),
-                           "eff_rank_bidirectional": np.asarray(bidir).tolist(), "params": P}}
+def _f5(causal, bidir, other=None):
+    r = {"eff_rank_causal": np.asarray(causal).tolist(), "eff_rank_bidirectional": np.asarray(bidir).tolist(),
+         "params": P}
+    if other is not None:
+        r["eff_rank_bidirectional_other_seed"] = np.asarray(other).tolist()
+    return {"F5_masking": r}
+
+
+def _crossed_ranks(seq_sd, n_seeds=4, n_seq=16, seed=0):
+    """Bidirectional ranks with a sequence effect shared by every seed (the same sequences serve every
+    seed) and a causal arm 0.5 higher plus a sequence effect of its own, also shared by the seeds."""
+    rng = np.random.default_rng(seed)
+    seq = rng.normal(0, 0.5, n_seq)[None]
+    bidir = 6.5 + seq + rng.normal(0, 0.1, (n_seeds, n_seq))
+    causal = bidir + 0.5 + rng.normal(0, seq_sd, n_seq)[None] + rng.normal(0, 0.02, (n_seeds, n_seq))
+    return causal, bidir
+
+
+def test_f5_crossed_design_is_bootstrapped_crossed():
+    """Issue 21: the same sequences serve every seed; nesting sequences inside seeds treats each seed's
+    copy of a sequence as a new draw and narrows the interval. Here the nested interval clears the
+    margin (the old criterion: reproduced) while the crossed one does not."""
+    from ntkrepro.stats import crossed_bootstrap, hierarchical_bootstrap
+
+    causal, bidir = _crossed_ranks(seq_sd=0.7)
+    m = claims.F5_EQUIV * bidir.mean()
+    nested = hierarchical_bootstrap(causal - bidir, np.mean, n_boot=300, seed=0)
+    assert nested.low > m                                                  # the old criterion passed
+    ev = _check(claims.evaluate_f5(_f5(causal, bidir), "default"), Verdict.INCONCLUSIVE)
+    d = ev.measured["eff_rank_causal_minus_bidirectional"]
+    assert d.method.startswith("crossed") and d.contains(m)
+    assert d == crossed_bootstrap(causal - bidir, n_boot=300, seed=0)
+    assert ev.measured["eff_rank_causal_minus_bidirectional_nested_bootstrap"].low > m
+
+
+def test_f5_control_bidirectional_other_seed_is_rejected():
+    rng = np.random.default_rng(0)
+    seq = rng.normal(0, 0.3, 16)[None]
+    bidir = 6.5 + seq + rng.normal(0, 0.05, (4, 16))
+    other = 6.5 + seq + rng.normal(0, 0.05, (4, 16))                      # another seed, same sequences
+    e = make_entry("F5", _f5(bidir + 1.0 + rng.normal(0, 0.05, bidir.shape), bidir, other), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "bidirectional_other_seed" and c["verdict"] == "not_reproduced", c["reason"]
+    assert e["verdict"] == "reproduced"
 
 
 def test_f5_four_directions():
@@ -210,6 +354,26 @@ def test_f6_four_directions():
     ev = _check(claims.evaluate_f6(_f6(better[:4], ranks[:4], falls, n_seeds=2, loss_sd=0.3, rank_sd=2.0, seed=4),
                                    "default"), Verdict.INCONCLUSIVE)
     assert ev.parts["rank_vs_scaling_across_variants"].value == "undecided"
+
+
+def test_f6_control_ranks_permuted():
+    w2 = np.array(W2, float)
+    ranks = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    better = [-0.05, -0.10, -0.15, -0.20, -0.25, -0.30]
+    r = _f6(better, ranks, _noisy(2.0 / w2))
+    v = r["F6_variants"]
+    rev = claims.f6_reversed_ranks(v)
+    _, rk = claims.f6_variant_summary({**v, "eff_rank_init": rev}, np.array(WV, float))
+    np.testing.assert_allclose(rk, ranks[::-1], atol=0.1)                  # the ordering reversed
+    assert sorted(map(str, rev.values())) == sorted(map(str, v["eff_rank_init"].values()))   # a permutation
+    e = make_entry("F6", r, scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "ranks_permuted" and c["verdict"] == "not_reproduced", c["reason"]
+    assert c["parts"]["rank_vs_scaling_across_variants"] == "refuted"
+    assert e["verdict"] == "reproduced"
+    # an undecided pairing stays undecided under the reversal: the control is not rejected, nothing passes
+    e = make_entry("F6", _f6([-0.15, -0.05, -0.30, -0.10, -0.25, -0.20], ranks, _noisy(2.0 / w2)), scale="default")
+    assert e["verdict"] == "inconclusive" and not e["controls"][0]["rejected"]
 
 
 def test_f6_does_not_pool_widths():

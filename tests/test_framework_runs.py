@@ -19,12 +19,14 @@ def test_run_f3_deterministic_and_structured(tmp_path):
         ctx = RunContext(scale="smoke", outputs={"kernels": tmp_path / f"k{i}.npz"}, params=p)
         outs.append((positions.run_f3(p, ctx), read_npz(tmp_path / f"k{i}.npz")[0]))
     (r1, k1), (r2, k2) = outs
-    for name in ("pe", "no_pe", "no_attention_pe"):
+    for name in ("pe", "no_pe", "no_attention_pe", "no_attention_no_pe"):
         np.testing.assert_array_equal(k1[name], k2[name])
         assert k1[name].shape == (4, 8, 8)
         np.testing.assert_allclose(k1[name], k1[name].transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
         assert np.all(np.linalg.eigvalsh(k1[name]) > -1e-4 * np.abs(k1[name]).max())  # PSD
     assert r1["variants"] == r2["variants"]
+    # the negative control's kernels (no attention, no encodings) differ from the encoded no-attention block's
+    assert np.abs(k1["no_attention_no_pe"] - k1["no_attention_pe"]).max() > 1e-3 * np.abs(k1["no_attention_pe"]).max()
 
 
 def test_run_f5_deterministic_and_causal_kernel_is_different():
@@ -38,6 +40,10 @@ def test_run_f5_deterministic_and_causal_kernel_is_different():
     assert np.abs(kc - kb).max() > 1e-3 * np.abs(kb).max()
     # position 0 attends only to itself under the causal mask, its kernel row differs from bidirectional
     assert 1 <= np.mean(r1["eff_rank_bidirectional"]) <= 6
+    # the negative control: a second, independent bidirectional initialisation per seed
+    other = np.array(r1["eff_rank_bidirectional_other_seed"])
+    assert other.shape == (2, 3) and r1["eff_rank_bidirectional_other_seed"] == r2["eff_rank_bidirectional_other_seed"]
+    assert not np.allclose(other, r1["eff_rank_bidirectional"])
 
 
 def test_run_f2_deterministic_and_measures_the_kernel_regime():

@@ -16,10 +16,11 @@ import numpy as np
 from scipy import stats as _st
 
 from ntkrepro.framework import spectra as sp
-from ntkrepro.ledger import Evaluation, Results, Verdict, load_claim_spec, one_result, register, verdict_of
+from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register, register_control,
+                            verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
-                            equivalence, hierarchical_bootstrap, power_line, slope_statistic, spearman,
-                            spearman_permutation_test)
+                            crossed_bootstrap, equivalence, hierarchical_bootstrap, power_line, slope_statistic,
+                            spearman, spearman_permutation_test)
 
 PAPER = "framework"
 #: F1 tolerances: closed form vs neural-tangents (fp64), empirical vs closed form at the largest width.
@@ -29,8 +30,31 @@ F1_EMPIRICAL_TOL = 0.10
 F2_MARGIN = (-1.25, -0.75)
 #: F5: a rank difference within +-5 % of the bidirectional mean effective rank counts as "no difference".
 F5_EQUIV = 0.05
+#: F4 (v3): smallest training-induced gain in the correlation per width doubling that counts as "increases
+#: with width" (one unit of a correlation's second decimal per doubling; claims.toml F4 amendment 2).
+F4_MIN_EFFECT = 0.01
 #: F6 (ii): one-sided level of the exact permutation test across variants.
 F6_ALPHA = 0.05
+
+
+def _control(results: Results, prefix: str, replace: Mapping) -> dict:
+    """The claim's results with the file whose stem starts with ``prefix`` updated by ``replace``
+    (its ``controls`` payloads dropped): the layout the claim's criterion reads, for a negative control."""
+    stem = next(k for k in results if k.startswith(prefix))
+    out = dict(results)
+    out[stem] = {**{k: v for k, v in results[stem].items() if k != "controls"}, **replace}
+    return out
+
+
+def _stored(results: Results, prefix: str, name: str) -> dict:
+    """Negative control ``name`` stored by the compute rule in the results file ``prefix`` (under
+    ``controls``), merged over that file (params and provenance kept)."""
+    r = one_result(results, prefix)
+    try:
+        payload = r["controls"][name]
+    except (KeyError, TypeError):
+        raise KeyError(f"{prefix} stores no control {name!r}; rerun its compute rule with the current code") from None
+    return _control(results, prefix, payload)
 
 
 def _boot(r: Mapping) -> dict[str, int]:
@@ -95,6 +119,13 @@ def evaluate_f1(results: Results, scale: str) -> Evaluation:
     )
 
 
+@register_control("F1", "wrong_constant")
+def control_f1_wrong_constant(results: Results) -> Results:
+    """F1's control: the empirical NTKs and neural-tangents' kernel against the closed form with the
+    constant 2 in place of 4 (stored by ``run_f1``)."""
+    return _stored(results, "F1_linear_attention", "wrong_constant")
+
+
 # ---------------------------------------------------------------------------------------- F2
 def _slope(widths, values, b, center=np.mean) -> Interval:
     return bootstrap_slope(np.asarray(widths, float), np.asarray(values, float), log=True, center=center, **b)
@@ -143,7 +174,31 @@ def evaluate_f2(results: Results, scale: str) -> Evaluation:
     )
 
 
+@register_control("F2", "single_draw_fluctuation")
+def control_f2_single_draw(results: Results) -> Results:
+    r"""F2's control: one initial draw's NTK deviation :math:`\lVert\Theta_W-\Theta_\infty\rVert/\lVert\Theta_\infty\rVert`
+    (measured by ``run_f2``, a fluctuation of order :math:`W^{-1/2}`) in place of the trained-vs-linearised
+    gap, for every activation."""
+    r = one_result(results, "F2_kernel_regime")
+    by = {act: {**d, "gap": d["init_dev"]} for act, d in r["by_activation"].items()}
+    return _control(results, "F2_kernel_regime", {"by_activation": by})
+
+
 # ---------------------------------------------------------------------------------------- F3
+def f3_topk(seq_len: int) -> tuple[int, int]:
+    r"""(cutoff, k) of F3 part (a): the low-frequency band is :math:`0..S/8` cycles; :math:`k = 1 + 2\,\mathrm{cutoff}`
+    is that band's dimension (the constant plus a cosine and a sine per frequency), so a top-:math:`k`
+    eigenspace made of low frequencies has share 1 and a random one the white share :math:`k/S`."""
+    cutoff = max(1, seq_len // 8)
+    return cutoff, min(seq_len, 1 + 2 * cutoff)
+
+
+def topk_low_freq_share(kernel: np.ndarray, k: int, cutoff: int) -> float:
+    """Share of the Fourier energy of the top-``k`` eigenspace of a symmetric kernel at frequencies
+    ``<= cutoff`` (the mean over its ``k`` leading eigenvectors of :func:`spectra.low_freq_fraction`)."""
+    return float(sp.low_freq_fraction(sp.eigh_desc(kernel)[1][:, :k], cutoff).mean())
+
+
 @register(load_claim_spec(PAPER, "F3"))
 def evaluate_f3(results: Results, scale: str) -> Evaluation:
     """Apply the F3 criterion (claims.toml) to ``F3_positions`` + ``F3_position_kernels``."""
@@ -152,32 +207,53 @@ def evaluate_f3(results: Results, scale: str) -> Evaluation:
     b = _boot(r)
     pe, nope, noattn = (np.asarray(k[n], float) for n in ("pe", "no_pe", "no_attention_pe"))
     S = pe.shape[-1]
-    cutoff = max(1, S // 8)
-    white = sp.white_low_freq_fraction(S, cutoff)
-
-    def lf_top(kk):
-        return float(sp.low_freq_fraction(sp.eigh_desc(kk.mean(0))[1][:, :1], cutoff)[0])
-
-    lf = bootstrap_ci(pe, lf_top, **b)
-    lf_excess = Interval(lf.value - white, lf.low - white, lf.high - white, lf.level, lf.method)
-    coupling = bootstrap_ci(sp.offdiag_fraction(pe) - sp.offdiag_fraction(noattn), np.mean, **b)
+    cutoff, topk = f3_topk(S)
     idx = np.arange(pe.shape[0])
+
+    def lf_minus(base):
+        return lambda i: topk_low_freq_share(pe[i].mean(0), topk, cutoff) - topk_low_freq_share(base[i].mean(0),
+                                                                                               topk, cutoff)
+
+    lf_vs_noattn = bootstrap_ci(idx, lf_minus(noattn), **b)
+    lf_vs_nope = bootstrap_ci(idx, lf_minus(nope), **b)
+    coupling = bootstrap_ci(sp.offdiag_fraction(pe) - sp.offdiag_fraction(noattn), np.mean, **b)
     bias = bootstrap_ci(idx, lambda i: float(sp.positional_bias(pe[i].mean(0)) - sp.positional_bias(nope[i].mean(0))),
                         **b)
-    ivs = {"low_frequency": lf_excess, "coupling": coupling, "positional_bias": bias}
+    ivs = {"low_frequency_vs_no_attention": lf_vs_noattn, "low_frequency_vs_no_pe": lf_vs_nope,
+           "coupling": coupling, "positional_bias": bias}
     parts = {n: at_least(v, 0.0) for n, v in ivs.items()}
     power = [power_line(n, v, [0.0], size=pe.shape[0], size_name="sequences")
              for n, v in ivs.items() if parts[n] is Status.UNDECIDED]
+    shares = {n: topk_low_freq_share(kk.mean(0), topk, cutoff) for n, kk in
+              (("pe", pe), ("no_attention_pe", noattn), ("no_pe", nope))}
     return Evaluation(
-        measured={"top_eigvec_low_freq_share_minus_white": lf_excess, "coupling_attn_minus_none": coupling,
-                  "positional_bias_pe_minus_none": bias, "white_low_freq_share": white,
-                  "n_sequences": int(pe.shape[0]), "seq_len": int(S)},
+        measured={"top_k_low_freq_share_pe_minus_no_attention": lf_vs_noattn,
+                  "top_k_low_freq_share_pe_minus_no_pe": lf_vs_nope,
+                  "coupling_attn_minus_none": coupling,
+                  "positional_bias_pe_minus_none": bias,
+                  **{f"top_k_low_freq_share_{n}": v for n, v in shares.items()},
+                  "top1_low_freq_share_pe": float(sp.low_freq_fraction(sp.eigh_desc(pe.mean(0))[1][:, :1], cutoff)[0]),
+                  "white_low_freq_share": sp.white_low_freq_fraction(S, cutoff), "top_k": topk,
+                  "low_freq_cutoff": cutoff, "n_sequences": int(pe.shape[0]), "seq_len": int(S)},
         verdict=verdict_of(combine(parts.values())),
-        reason="; ".join(f"{n}: {v.value:.3g} [{v.low:.3g}, {v.high:.3g}]" for n, v in ivs.items()),
+        reason="; ".join(f"{n}: {v.value:.3g} [{v.low:.3g}, {v.high:.3g}]" for n, v in ivs.items())
+        + f" (top-{topk} eigenspace, frequencies <= {cutoff} of {S})",
         substitutes=_scale_subs(scale, f"{pe.shape[0]} sequences of length {S}")
         + ["synthetic Gaussian-token sequences (the paper's synthetic data are unspecified)"],
         power=_power(power), parts=parts,
     )
+
+
+@register_control("F3", "no_attention_no_pe")
+def control_f3_no_attention_no_pe(results: Results) -> Results:
+    """F3's control: the position kernels of the block without attention and without positional
+    encodings (``run_f3``'s ``no_attention_no_pe``) in place of the transformer's, against the same
+    baselines."""
+    stem = next(s for s in results if s.startswith("F3_position_kernels"))
+    k = results[stem]
+    if "no_attention_no_pe" not in k:
+        raise KeyError("F3_position_kernels has no no_attention_no_pe kernels; rerun run_f3 with the current code")
+    return {**results, stem: {**k, "pe": k["no_attention_no_pe"]}}
 
 
 # ---------------------------------------------------------------------------------------- F4
@@ -188,29 +264,43 @@ def evaluate_f4(results: Results, scale: str) -> Evaluation:
     b = _boot(r)
     widths = np.asarray(r["widths"], float)
     corr = np.asarray(r["corr"], float)                     # (n_widths, n_seeds, n_test)
+    corr0 = np.asarray(r["corr_init"], float)               # the same networks before training
     stat = slope_statistic(np.log2(widths), log_x=False, log_y=False, center=np.mean)
-    slope = hierarchical_bootstrap(corr, stat, **b)
-    init = hierarchical_bootstrap(np.asarray(r["corr_init"], float), stat, **b)
-    status = at_least(slope, 0.0)
-    measured: dict = {"corr_slope_per_doubling": slope, "corr_at_init_slope_per_doubling": init,
+    gain = hierarchical_bootstrap(corr - corr0, stat, **b)  # paired: same width, seed and sequence
+    status = at_least(gain, F4_MIN_EFFECT)
+    trained = hierarchical_bootstrap(corr, stat, **b)
+    init = hierarchical_bootstrap(corr0, stat, **b)
+    measured: dict = {"training_gain_slope_per_doubling": gain, "corr_slope_per_doubling": trained,
+                      "corr_at_init_slope_per_doubling": init,
                       "teacher_corr_slope_per_doubling": hierarchical_bootstrap(np.asarray(r["corr_teacher"], float),
-                                                                                stat, **b)}
-    for w, c in zip(widths, corr):
+                                                                                stat, **b),
+                      "min_effect": F4_MIN_EFFECT}
+    for w, c, c0 in zip(widths, corr, corr0):
         measured[f"mean_corr_W{int(w)}"] = float(np.mean(c))
-    power = [power_line("slope of correlation per width doubling", slope, [0.0], size=corr.shape[1],
-                        size_name="seeds")]
+        measured[f"mean_corr_init_W{int(w)}"] = float(np.mean(c0))
+    power = [power_line("slope of the training gain (trained - untrained correlation) per width doubling", gain,
+                        [F4_MIN_EFFECT], size=corr.shape[1], size_name="seeds")]
     return Evaluation(
         measured=measured, verdict=verdict_of(status),
-        reason=(f"slope of the off-diagonal per-sequence correlation per width doubling {slope.value:.3g} "
-                f"[{slope.low:.3g}, {slope.high:.3g}] (untrained attention: {init.value:.3g} "
-                f"[{init.low:.3g}, {init.high:.3g}])"),
+        reason=(f"slope of the paired training gain (trained - untrained per-sequence off-diagonal correlation) per "
+                f"width doubling {gain.value:.3g} [{gain.low:.3g}, {gain.high:.3g}] vs minimum effect "
+                f"{F4_MIN_EFFECT}; trained {trained.value:.3g} [{trained.low:.3g}, {trained.high:.3g}], untrained "
+                f"{init.value:.3g} [{init.low:.3g}, {init.high:.3g}]"),
         substitutes=_scale_subs(scale, f"widths {_widths_text(widths)}, {corr.shape[1]} seeds, "
                                        f"{corr.shape[2]} test sequences, {r['params']['steps']} GD steps")
         + ["synthetic sequence task (the paper's tasks are unspecified)",
            f"block: softmax attention, LayerNorm={r['params']['layernorm']}, "
            f"{str(r['params']['activation']).upper()} feed-forward"],
-        power=_power(power), parts={"slope": status},
+        power=_power(power), parts={"training_gain_slope": status}, figure={"min_effect": F4_MIN_EFFECT},
     )
+
+
+@register_control("F4", "untrained")
+def control_f4_untrained(results: Results) -> Results:
+    """F4's control: the untrained networks (``corr_init``, the same initialisations, widths and test
+    sequences) in place of the trained ones."""
+    r = one_result(results, "F4_attention")
+    return _control(results, "F4_attention", {"corr": r["corr_init"]})
 
 
 # ---------------------------------------------------------------------------------------- F5
@@ -219,9 +309,9 @@ def evaluate_f5(results: Results, scale: str) -> Evaluation:
     """Apply the F5 criterion (claims.toml) to ``F5_masking`` results."""
     r = one_result(results, "F5_masking")
     b = _boot(r)
-    causal = np.asarray(r["eff_rank_causal"], float)          # (n_seeds, n_seq)
+    causal = np.asarray(r["eff_rank_causal"], float)          # (n_seeds, n_seq): every seed sees the same sequences
     bidir = np.asarray(r["eff_rank_bidirectional"], float)
-    diff = hierarchical_bootstrap(causal - bidir, np.mean, **b)
+    diff = crossed_bootstrap(causal - bidir, **b)            # seeds and sequences crossed: resample both
     m = F5_EQUIV * float(bidir.mean())
     same = equivalence(diff, -m, m)
     status = {Status.HOLDS: Status.REFUTED, Status.REFUTED: Status.HOLDS}.get(same, Status.UNDECIDED)
@@ -229,8 +319,10 @@ def evaluate_f5(results: Results, scale: str) -> Evaluation:
                         size_name="seeds")]
     return Evaluation(
         measured={"eff_rank_causal_minus_bidirectional": diff,
-                  "eff_rank_causal": hierarchical_bootstrap(causal, np.mean, **b),
-                  "eff_rank_bidirectional": hierarchical_bootstrap(bidir, np.mean, **b),
+                  "eff_rank_causal": crossed_bootstrap(causal, **b),
+                  "eff_rank_bidirectional": crossed_bootstrap(bidir, **b),
+                  "eff_rank_causal_minus_bidirectional_nested_bootstrap": hierarchical_bootstrap(causal - bidir,
+                                                                                                 np.mean, **b),
                   "margin": m, "width": int(r["params"]["width"])},
         verdict=verdict_of(status),
         reason=f"effective rank causal - bidirectional {diff.value:.3g} [{diff.low:.3g}, {diff.high:.3g}] vs "
@@ -241,6 +333,17 @@ def evaluate_f5(results: Results, scale: str) -> Evaluation:
         + ["synthetic Gaussian-token sequences"],
         power=_power(power), parts={"differ_beyond_margin": status},
     )
+
+
+@register_control("F5", "bidirectional_other_seed")
+def control_f5_bidirectional_other_seed(results: Results) -> Results:
+    """F5's control: two bidirectional models from different seeds in place of (causal, bidirectional):
+    seed ``s``'s bidirectional ranks against those of an independent initialisation on the same sequences
+    (``run_f5``'s ``eff_rank_bidirectional_other_seed``)."""
+    r = one_result(results, "F5_masking")
+    if "eff_rank_bidirectional_other_seed" not in r:
+        raise KeyError("F5_masking has no eff_rank_bidirectional_other_seed; rerun run_f5 with the current code")
+    return _control(results, "F5_masking", {"eff_rank_causal": r["eff_rank_bidirectional_other_seed"]})
 
 
 # ---------------------------------------------------------------------------------------- F6
@@ -340,6 +443,27 @@ def evaluate_f6(results: Results, scale: str) -> Evaluation:
         power=_power(power), parts=parts,
         figure={"variant_exponent": {name: float(e) for name, e in zip(names, exps)}},
     )
+
+
+def f6_reversed_ranks(v: Mapping) -> dict[str, list]:
+    """The variants' effective ranks permuted so that their order is reversed: the variant with the
+    j-th lowest rank (seed mean at the largest width) gets the rank array of the variant with the j-th
+    highest. Spearman(rank, -exponent) across variants changes sign."""
+    names = list(v["variants"])
+    _, ranks = f6_variant_summary(v, np.asarray(v["widths"], float))
+    order = np.argsort(ranks, kind="stable")
+    out = {}
+    for j, i in enumerate(order):
+        out[names[i]] = v["eff_rank_init"][names[order[len(order) - 1 - j]]]
+    return out
+
+
+@register_control("F6", "ranks_permuted")
+def control_f6_ranks_permuted(results: Results) -> Results:
+    """F6's control: the effective ranks permuted across variants by the order-reversing permutation
+    (:func:`f6_reversed_ranks`), losses, exponents and the F2 runs unchanged."""
+    v = one_result(results, "F6_variants")
+    return _control(results, "F6_variants", {"eff_rank_init": f6_reversed_ranks(v)})
 
 
 __all__ = ["evaluate_f1", "evaluate_f2", "evaluate_f3", "evaluate_f4", "evaluate_f5", "evaluate_f6", "Verdict"]

@@ -61,6 +61,10 @@ import numpy as np
 
 from ntkrepro.framework.models import BlockSpec
 
+#: F1's negative control: the closed form with the constant 2 in place of 4 -- the constant of the tied
+#: :math:`d^{-1}` variant (readout and value blocks only), i.e. the query and key gradients left out.
+WRONG_CONSTANT = 2.0
+
 
 def linear_attention_spec(width: int, n_heads: int, scaling: str = "sqrt", qk_std: float = 1.0) -> BlockSpec:
     """The attention-only linear-attention network of the module docstring (one output channel)."""
@@ -128,25 +132,35 @@ def run_f1(params: dict, ctx) -> dict:
         spec = linear_attention_spec(widths[0], widths[0] // p["d_head"])
         nt_ntk = np.asarray(spec.kernel_fn()(jnp.asarray(x), None, "ntk"))
     nt_rel = float(np.abs(nt_ntk - closed).max() / np.abs(closed).max())
+    # negative control (claims.toml, F1.controls): the same closed form with a wrong constant
+    wrong = closed * (WRONG_CONSTANT / 4.0)
     x32 = jnp.asarray(x, jnp.float32)
-    errors, mean_errors = [], []
+    errors, mean_errors, errors_wrong, mean_errors_wrong = [], [], [], []
     key = jax.random.PRNGKey(p["seed"])
     for w in ctx.progress(widths, desc="F1 widths"):
         spec = linear_attention_spec(w, w // p["d_head"])
         ntk_fn = models.fast_ntk_fn(spec)
-        errs, acc = [], np.zeros_like(closed)
+        errs, errs_wrong, acc = [], [], np.zeros_like(closed)
         for s in range(p["n_seeds"]):
             params_w = models.init_params(spec, jax.random.fold_in(jax.random.fold_in(key, w), s), x32)
             k = np.asarray(ntk_fn(params_w, x32), np.float64)
             acc += k
             errs.append(relative_frobenius(k, closed))
+            errs_wrong.append(relative_frobenius(k, wrong))
         errors.append(errs)
+        errors_wrong.append(errs_wrong)
         mean_errors.append(relative_frobenius(acc / p["n_seeds"], closed))
+        mean_errors_wrong.append(relative_frobenius(acc / p["n_seeds"], wrong))
+    heads = [w // p["d_head"] for w in widths]
     return {
         "widths": widths,
-        "heads": [w // p["d_head"] for w in widths],
+        "heads": heads,
         "rel_error": errors,
         "rel_error_of_seed_mean": mean_errors,
         "closed_vs_neural_tangents_max_rel": nt_rel,
         "closed_form_diag_example": closed[0, 0].diagonal().tolist(),
+        "controls": {"wrong_constant": {
+            "widths": widths, "heads": heads, "rel_error": errors_wrong, "rel_error_of_seed_mean": mean_errors_wrong,
+            "closed_vs_neural_tangents_max_rel": float(np.abs(nt_ntk - wrong).max() / np.abs(wrong).max()),
+            "constant": WRONG_CONSTANT}},
     }

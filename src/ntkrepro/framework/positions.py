@@ -4,7 +4,8 @@ For each Gaussian-token sequence :math:`x_a` the position kernel :math:`\Theta(x
 (:math:`S\times S`, neural-tangents ``kernel_fn``) of the bidirectional block
 (:func:`block_spec`) is computed for three variants: with sinusoidal encodings added to the inputs
 (``pe``), without (``no_pe``), and the same block with its attention sub-layer removed, with
-encodings (``no_attention_pe``, the no-coupling baseline). The criteria
+encodings (``no_attention_pe``, the no-coupling baseline); and, for the negative control, the block
+without attention and without encodings (``no_attention_no_pe``). The criteria
 (:func:`ntkrepro.framework.claims.evaluate_f3`) read the per-sequence kernels from the ``.npz``.
 """
 
@@ -44,6 +45,8 @@ def run_f3(params: dict, ctx) -> dict:
         "pe": position_kernels_inf(block_spec(p), x_pe),
         "no_pe": position_kernels_inf(block_spec(p), x),
         "no_attention_pe": position_kernels_inf(block_spec(p, "NONE"), x_pe),
+        # F3's negative control (claims.toml): neither attention nor encodings
+        "no_attention_no_pe": position_kernels_inf(block_spec(p, "NONE"), x),
     }
     write_npz(ctx.outputs["kernels"], variants, provenance=ctx.provenance())
     S = p["seq_len"]
