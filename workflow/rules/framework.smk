@@ -7,6 +7,8 @@ validate_section("framework", "../schemas/framework.schema.yaml")
 # ---- F1: closed-form NTK of linear attention Q(K^T V) vs the empirical NTK -----------------
 rule F1_framework_linear_attention:
     """Closed form vs neural-tangents (fp64) and vs empirical NTKs across widths (ntkrepro.framework.linear_attention.run_f1)."""
+    message:
+        job_message("F1", "closed-form linear-attention NTK vs neural-tangents and Monte Carlo (+ wrong-constant control)")
     output:
         results=f"{R}/framework/F1_linear_attention.json",
     log:
@@ -42,6 +44,8 @@ register_claim("F1", "framework", [rules.F1_framework_linear_attention.output.re
 # ---- F2 (+ F6 part i): kernel regime vs width -- trained network vs its linearised model ----
 rule F2_framework_kernel_regime:
     """Trained-vs-linearised gap, NTK movement and initial NTK deviation per width and seed (ntkrepro.framework.kernel_regime.run_f2)."""
+    message:
+        job_message("F2", "finite-width deviation from the kernel regime vs width")
     output:
         results=f"{R}/framework/F2_kernel_regime.json",
     log:
@@ -80,6 +84,8 @@ register_claim("F2", "framework", [rules.F2_framework_kernel_regime.output.resul
 # ---- F3: NTK eigenstructure over positions, with/without sinusoidal encodings -------------
 rule F3_framework_positions:
     """Infinite-width NTK position kernels for three block variants (ntkrepro.framework.positions.run_f3)."""
+    message:
+        job_message("F3", "NTK eigenspectrum over positions (+ no-attention/no-PE kernels)")
     output:
         results=f"{R}/framework/F3_positions.json",
         kernels=f"{R}/framework/F3_position_kernels.npz",
@@ -115,6 +121,8 @@ register_claim("F3", "framework", rules.F3_framework_positions.output, ["framewo
 # ---- F5: causal (GPT) vs bidirectional (BERT) NTK structure -------------------------------
 rule F5_framework_masking:
     """Empirical NTK spectra and effective ranks, causal vs bidirectional (ntkrepro.framework.masking.run_f5)."""
+    message:
+        job_message("F5", "causal vs bidirectional NTK structure (+ second bidirectional seed)")
     output:
         results=f"{R}/framework/F5_masking.json",
     log:
@@ -150,6 +158,8 @@ register_claim("F5", "framework", [rules.F5_framework_masking.output.results], [
 # ---- F4: attention of trained blocks vs NTK eigenvectors, per sequence ---------------------
 rule F4_framework_attention:
     """Train blocks per width and seed; per-sequence off-diagonal attention vs NTK-eigenvector correlation (ntkrepro.framework.training.run_f4)."""
+    message:
+        job_message("F4", "attention patterns vs NTK eigenvectors, trained and untrained, vs width")
     output:
         results=f"{R}/framework/F4_attention.json",
     log:
@@ -186,6 +196,8 @@ register_claim("F4", "framework", [rules.F4_framework_attention.output.results],
 # ---- F6: architecture variants at matched widths (+ NTK movement from the F2 runs) ----------
 rule F6_framework_variants:
     """Train architecture variants at matched widths; test loss, NTK effective rank (ntkrepro.framework.training.run_f6)."""
+    message:
+        job_message("F6", "NTK effective rank vs scaling across variants")
     output:
         results=f"{R}/framework/F6_variants.json",
     log:
