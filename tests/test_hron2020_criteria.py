@@ -270,12 +270,48 @@ def _h3(exponent, noise, widths=(16, 32, 64, 128), reps=4, seed=0):
 @pytest.mark.parametrize("res,expected", [
     (_h3(-0.5, 0.05), Verdict.REPRODUCED),
     (_h3(0.3, 0.05), Verdict.NOT_REPRODUCED),
-    (_h3(-0.02, 0.3), Verdict.INCONCLUSIVE),
+    (_h3(-0.25, 0.3), Verdict.INCONCLUSIVE),                               # on the -1/4 margin
+    (_h3(-0.02, 0.05), Verdict.NOT_REPRODUCED),                            # stops falling
     (_h3(-0.5, 1.5, widths=(16, 32, 64), reps=2), Verdict.INCONCLUSIVE),   # underpowered: true slope -0.5
 ])
 def test_h3_four_directions(res, expected):
     ev = _check(claims.evaluate_h3(res, "smoke"), expected)
     assert "independent (width, replicate)" in ev.measured["nngp_distance_slope_vs_log_width"].method
+
+
+def _h3_plateau(floor, widths=(16, 32, 64, 128, 256), reps=5, seed=0):
+    """Distances to a wrong kernel (the wrong_weight_variance control): the Monte Carlo error
+    (width^-1/2, 30% noise) on top of a floor the distance cannot fall below."""
+    rng = np.random.default_rng(seed)
+    rows = [{"width": w, "n_heads": 1,
+             **{f"{g}_distance": list(np.hypot(floor, 2.0 * w ** -0.5 * np.exp(0.3 * rng.standard_normal(reps))))
+                for g in ("nngp", "ntk")}} for w in widths]
+    return {"H3_kernel_convergence": {"per_width": rows, "n_samples": 4, "n_replicates": reps, "n_inputs": 4,
+                                      "image_size": 4, "archive": "x.tar.gz", "archive_sha256": "0"}}
+
+
+def test_h3_a_distance_that_stops_falling_is_refuted_now_and_was_undecided_before():
+    """Issue 21: distances to a wrong analytic kernel level off at its bias. Their slope is slightly
+    negative (the Monte Carlo error still shrinks on top of the floor): the old part 'holds iff wholly
+    below 0, refuted iff wholly at or above 0' calls that converging; against -1/4 it is refuted."""
+    ev = claims.evaluate_h3(_h3_plateau(1.0), "smoke")
+    for g in ("nngp", "ntk"):
+        sl = ev.measured[f"{g}_distance_slope_vs_log_width"]
+        assert sl.high < 0                                      # the old criterion: holds
+        assert sl.low > claims.H3_SLOPE_MARGIN
+    assert ev.verdict is Verdict.NOT_REPRODUCED
+
+
+def test_h3_entry_rejects_its_control_and_is_capped_when_it_cannot():
+    res = _h3(-0.5, 0.05, widths=(16, 32, 64, 128, 256), reps=5)
+    res["H3_kernel_convergence"]["controls"] = {"wrong_weight_variance": _h3_plateau(1.0)["H3_kernel_convergence"]}
+    e = make_entry("H3", res, scale="smoke")
+    assert e["verdict"] == "reproduced" and e["controls"][0]["verdict"] == "not_reproduced"
+    # a 'wrong' kernel so close to the right one that the distance still falls at the Monte Carlo rate
+    res["H3_kernel_convergence"]["controls"] = {"wrong_weight_variance": _h3_plateau(1e-4)["H3_kernel_convergence"]}
+    capped = make_entry("H3", res, scale="smoke")
+    assert capped["criterion_verdict"] == "reproduced" and capped["verdict"] == "inconclusive"
+    assert "wrong_weight_variance" in capped["reason"]
 
 
 def test_h3_slope_uses_every_replicate():

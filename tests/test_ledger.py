@@ -37,9 +37,10 @@ def _fake_h2_rows(slope_spread, slope_dist, last):
     return rows
 
 
-def _fake_h2(slope_spread, slope_dist, last=0.01, control_slope=0.0):
+def _fake_h2(slope_spread, slope_dist, last=0.01, control_slope=0.02):
     """Fake H2 results with its negative control ``sqrt_scaling`` (d^-1/2 logits): spread and distance
-    with log-log slope ``control_slope`` (0: no collapse, which the criterion rejects)."""
+    with log-log slope ``control_slope`` (about 0: no collapse, which the criterion rejects; not exactly 0,
+    where a noiseless fit has no interval)."""
     base = {"n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8, "tied_linear_scaling_distance": 0.1}
     control = {**base, "per_d": _fake_h2_rows(control_slope, control_slope, 0.05 * 256 ** control_slope)}
     return {"H2_average_pooling": {**base, "per_d": _fake_h2_rows(slope_spread, slope_dist, last), "provenance": {},
