@@ -12,7 +12,8 @@ import pytest
 
 from ntkrepro.hron2020 import claims, gaussianity
 from ntkrepro.ledger import Verdict, get_claim, make_entry
-from ntkrepro.stats import Interval, Status, bootstrap_ci, crossed_bootstrap, paired_test_power, powerlaw_wls_fit
+from ntkrepro.stats import (Interval, Status, at_least, bootstrap_ci, crossed_bootstrap, paired_test_power,
+                            powerlaw_wls_fit)
 
 
 def _check(ev, expected):
@@ -67,7 +68,8 @@ def _h1(kappa, sd, n=100000, seed=0):
                      "kurtosis": Interval(k, float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975))).as_dict(),
                      "kurtosis_boot": reps.tolist(), "ks": Interval(0.01, 0.008, 0.012).as_dict()})
     return {"H1_gaussianity": {"per_heads": rows, "ks_null_95": 0.01, "ks_draws": 1000, "n_draws": [n] * len(rows),
-                               "d": 1000, "seq_len": 8, "provenance": {}}}
+                               "d": 1000, "seq_len": 8, "provenance": {},
+                               "scale_mixture_kurtosis_1_head": {"value": 0.34, "se": 0.001, "n_draws": 1000}}}
 
 
 H = np.array(H1_HEADS, float)
@@ -79,6 +81,9 @@ H = np.array(H1_HEADS, float)
     ("refutes: decays like 1/H^2", _h1(0.34 / H ** 2, 0.002), Verdict.NOT_REPRODUCED),
     ("refutes: one head Gaussian (kurtosis below 0)", _h1(np.r_[-0.05, -0.03, -0.02, -0.01, 0.0, 0.0], 0.004),
      Verdict.NOT_REPRODUCED),
+    ("refutes: one head Gaussian (kurtosis 0 +- noise)", _h1(np.zeros(6), 0.01), Verdict.NOT_REPRODUCED),
+    ("refutes: one head far below the scale mixture's kurtosis", _h1(0.1 / H, 0.004), Verdict.NOT_REPRODUCED),
+    ("inconclusive: one head on half the scale mixture's kurtosis", _h1(0.17 / H, 0.004), Verdict.INCONCLUSIVE),
     ("inconclusive: slope on the band edge", _h1(0.34 * H ** -0.75, 0.004), Verdict.INCONCLUSIVE),
     ("underpowered: kappa_1/H with a wide interval", _h1(0.34 / H, 0.15, n=2000), Verdict.INCONCLUSIVE),
 ])
@@ -107,7 +112,8 @@ def test_h1_heads_law_on_planted_draws(independent, expected):
         assert iv.value == pytest.approx(gaussianity.excess_kurtosis(x), rel=1e-6)
         rows.append({"heads": h, "n_draws": x.size, "variance": float(x.var()), "kurtosis": iv.as_dict(),
                      "kurtosis_boot": reps.tolist(), "ks": Interval(0.0, 0.0, 0.0).as_dict()})
-    res = {"H1_gaussianity": {"per_heads": rows, "ks_null_95": 0.01, "ks_draws": 1000, "d": 1, "seq_len": 1}}
+    res = {"H1_gaussianity": {"per_heads": rows, "ks_null_95": 0.01, "ks_draws": 1000, "d": 1, "seq_len": 1,
+                              "scale_mixture_kurtosis_1_head": {"value": 3.0, "se": 0.0, "n_draws": 1}}}
     ev = _check(claims.evaluate_h1(res, "smoke"), expected)
     slope = ev.measured["heads_law_slope"]
     if independent:
@@ -115,6 +121,61 @@ def test_h1_heads_law_on_planted_draws(independent, expected):
         assert ev.measured["heads_law_kappa_1"].contains(3.0)
     else:
         assert slope.contains(0.0)
+
+
+def _h1_rows_from_draws(draws_by_heads, seed=0):
+    rows = []
+    for h, x in draws_by_heads.items():
+        iv, reps = gaussianity.kurtosis_bootstrap(x, n_boot=400, seed=seed + h)
+        rows.append({"heads": h, "n_draws": x.size, "variance": float(x.var()), "kurtosis": iv.as_dict(),
+                     "kurtosis_boot": reps.tolist(), "ks": Interval(0.0, 0.0, 0.0).as_dict()})
+    return rows
+
+
+def test_h1_gaussian_draws_are_rejected_now_and_were_undecided_before():
+    """Issue 21: Gaussian draws of the measured variance (the gaussian_draws control) must make part (a)
+    fail. Under the old part (a) ('refuted iff the interval lies below 0') they were undecided, so the
+    criterion could not reject that control; against half the scale mixture's kurtosis it is refuted."""
+    rng = np.random.default_rng(5)
+    heads = [1, 2, 4, 8, 16]
+    rows = _h1_rows_from_draws({h: rng.standard_normal(200000) for h in heads})
+    res = {"H1_gaussianity": {"per_heads": rows, "ks_null_95": 0.01, "ks_draws": 1000, "d": 1, "seq_len": 1,
+                              "scale_mixture_kurtosis_1_head": {"value": 0.33, "se": 0.001, "n_draws": 1}}}
+    ev = claims.evaluate_h1(res, "smoke")
+    k1 = ev.measured["kurtosis_1_head"]
+    assert k1.contains(0.0)                                   # the old part (a) could not decide this
+    assert at_least(k1, 0.0) is Status.UNDECIDED
+    assert ev.parts[claims.H1_ONE_HEAD] is Status.REFUTED and ev.verdict is Verdict.NOT_REPRODUCED
+
+
+def _h1_with_controls(gaussian, shared, seed=0):
+    """Planted H1 results with i.i.d. Laplace-like heads (kurtosis 3/H) and the two control payloads:
+    ``gaussian`` / ``shared`` True give the controls' laws, False copy the real rows (a control the
+    criterion cannot reject)."""
+    rng = np.random.default_rng(seed)
+    heads = [1, 2, 4, 8, 16]
+    real = {h: _planted_draws(h, 100000, True, rng) for h in heads}
+    rows = _h1_rows_from_draws(real)
+    g_rows = (_h1_rows_from_draws({h: np.sqrt(x.var()) * rng.standard_normal(x.size) for h, x in real.items()})
+              if gaussian else rows)
+    s_rows = _h1_rows_from_draws({h: (real[1] if h == 1 else _planted_draws(h, 100000, False, rng)) for h in heads}
+                                 ) if shared else rows
+    base = {"ks_null_95": 0.01, "ks_draws": 1000, "d": 1, "seq_len": 1,
+            "scale_mixture_kurtosis_1_head": {"value": 3.0, "se": 0.0, "n_draws": 1}}
+    return {"H1_gaussianity": {**base, "per_heads": rows, "provenance": {},
+                               "controls": {"gaussian_draws": {**base, "per_heads": g_rows},
+                                            "shared_heads": {**base, "per_heads": s_rows}}}}
+
+
+def test_h1_entry_rejects_both_controls_and_is_capped_when_one_is_not_rejected():
+    e = make_entry("H1", _h1_with_controls(True, True), scale="smoke")
+    assert e["verdict"] == "reproduced" and e["criterion_verdict"] == "reproduced"
+    ctrl = {c["name"]: c for c in e["controls"]}
+    assert set(ctrl) == {"gaussian_draws", "shared_heads"} and all(c["rejected"] for c in ctrl.values())
+    assert ctrl["gaussian_draws"]["parts"][claims.H1_ONE_HEAD] == "refuted"
+    assert ctrl["shared_heads"]["parts"]["heads-law slope in [-1.25, -0.75]"] == "refuted"
+    capped = make_entry("H1", _h1_with_controls(True, False), scale="smoke")
+    assert capped["verdict"] == "inconclusive" and "shared_heads" in capped["reason"]
 
 
 def test_h1_needs_replicates_and_one_head():
@@ -125,6 +186,10 @@ def test_h1_needs_replicates_and_one_head():
     res = _h1(0.34 / H, 0.004)
     res["H1_gaussianity"]["per_heads"][0]["heads"] = 3
     with pytest.raises(ValueError, match="1 head"):
+        claims.evaluate_h1(res, "smoke")
+    res = _h1(0.34 / H, 0.004)
+    del res["H1_gaussianity"]["scale_mixture_kurtosis_1_head"]
+    with pytest.raises(ValueError, match="scale mixture"):
         claims.evaluate_h1(res, "smoke")
 
 
@@ -154,6 +219,44 @@ def test_h2_four_directions(res, expected):
     _check(claims.evaluate_h2(res, "smoke"), expected)
 
 
+def test_h2_no_collapse_is_refuted_now_and_was_undecided_before():
+    """Issue 21: under d^-1/2 logits (the sqrt_scaling control) spread and distance do not shrink: slopes
+    about 0 with intervals straddling 0, which the old 'refuted iff wholly at or above 0' left undecided;
+    judged against -1/4 (half the slowest predicted rate) both are refuted."""
+    res = _h2(0.0, 0.0, (0.2, 0.18, 0.22), noise=0.05, seed=3)
+    ev = claims.evaluate_h2(res, "smoke")
+    for key in ("spread_slope_vs_log_d", "nngp_distance_slope_vs_log_d"):
+        sl = ev.measured[key]
+        assert sl.low < 0 < sl.high                                   # the old criterion: undecided
+        assert sl.low > claims.H2_SLOPE_MARGIN
+    assert all(ev.parts[k] is Status.REFUTED for k in ev.parts if "slope" in k)
+    assert ev.verdict is Verdict.NOT_REPRODUCED
+
+
+def test_h2_a_slow_collapse_is_not_enough():
+    """A distance that falls, but slower than half the predicted rate (d^-0.1), does not hold."""
+    last = 0.05 * 256 ** -0.1                                 # on the d^-0.1 line, below 0.1
+    _check(claims.evaluate_h2(_h2(-0.5, -0.1, (last, 0.9 * last, 1.1 * last)), "smoke"), Verdict.NOT_REPRODUCED)
+    _check(claims.evaluate_h2(_h2(-0.5, -0.25, (0.003, 0.002, 0.004), noise=0.3, seed=1), "smoke"),
+           Verdict.INCONCLUSIVE)
+
+
+def _h2_entry_results(control_slope):
+    res = _h2(-0.5, -0.5, (0.003, 0.002, 0.004))
+    ctrl = _h2(control_slope, control_slope, (0.2, 0.18, 0.22), noise=0.05, seed=3)["H2_average_pooling"]
+    res["H2_average_pooling"]["controls"] = {"sqrt_scaling": ctrl}
+    return res
+
+
+def test_h2_entry_rejects_its_control_and_is_capped_when_it_cannot():
+    e = make_entry("H2", _h2_entry_results(0.0), scale="smoke")
+    assert e["verdict"] == "reproduced" and [(c["name"], c["verdict"]) for c in e["controls"]] == [
+        ("sqrt_scaling", "not_reproduced")]
+    capped = make_entry("H2", _h2_entry_results(-0.5), scale="smoke")     # a control that collapses too
+    assert capped["criterion_verdict"] == "reproduced" and capped["verdict"] == "inconclusive"
+    assert "sqrt_scaling" in capped["reason"]
+
+
 # ============================================================================================ H3
 def _h3(exponent, noise, widths=(16, 32, 64, 128), reps=4, seed=0):
     rng = np.random.default_rng(seed)
@@ -167,12 +270,48 @@ def _h3(exponent, noise, widths=(16, 32, 64, 128), reps=4, seed=0):
 @pytest.mark.parametrize("res,expected", [
     (_h3(-0.5, 0.05), Verdict.REPRODUCED),
     (_h3(0.3, 0.05), Verdict.NOT_REPRODUCED),
-    (_h3(-0.02, 0.3), Verdict.INCONCLUSIVE),
+    (_h3(-0.25, 0.3), Verdict.INCONCLUSIVE),                               # on the -1/4 margin
+    (_h3(-0.02, 0.05), Verdict.NOT_REPRODUCED),                            # stops falling
     (_h3(-0.5, 1.5, widths=(16, 32, 64), reps=2), Verdict.INCONCLUSIVE),   # underpowered: true slope -0.5
 ])
 def test_h3_four_directions(res, expected):
     ev = _check(claims.evaluate_h3(res, "smoke"), expected)
     assert "independent (width, replicate)" in ev.measured["nngp_distance_slope_vs_log_width"].method
+
+
+def _h3_plateau(floor, widths=(16, 32, 64, 128, 256), reps=5, seed=0):
+    """Distances to a wrong kernel (the wrong_weight_variance control): the Monte Carlo error
+    (width^-1/2, 30% noise) on top of a floor the distance cannot fall below."""
+    rng = np.random.default_rng(seed)
+    rows = [{"width": w, "n_heads": 1,
+             **{f"{g}_distance": list(np.hypot(floor, 2.0 * w ** -0.5 * np.exp(0.3 * rng.standard_normal(reps))))
+                for g in ("nngp", "ntk")}} for w in widths]
+    return {"H3_kernel_convergence": {"per_width": rows, "n_samples": 4, "n_replicates": reps, "n_inputs": 4,
+                                      "image_size": 4, "archive": "x.tar.gz", "archive_sha256": "0"}}
+
+
+def test_h3_a_distance_that_stops_falling_is_refuted_now_and_was_undecided_before():
+    """Issue 21: distances to a wrong analytic kernel level off at its bias. Their slope is slightly
+    negative (the Monte Carlo error still shrinks on top of the floor): the old part 'holds iff wholly
+    below 0, refuted iff wholly at or above 0' calls that converging; against -1/4 it is refuted."""
+    ev = claims.evaluate_h3(_h3_plateau(1.0), "smoke")
+    for g in ("nngp", "ntk"):
+        sl = ev.measured[f"{g}_distance_slope_vs_log_width"]
+        assert sl.high < 0                                      # the old criterion: holds
+        assert sl.low > claims.H3_SLOPE_MARGIN
+    assert ev.verdict is Verdict.NOT_REPRODUCED
+
+
+def test_h3_entry_rejects_its_control_and_is_capped_when_it_cannot():
+    res = _h3(-0.5, 0.05, widths=(16, 32, 64, 128, 256), reps=5)
+    res["H3_kernel_convergence"]["controls"] = {"wrong_weight_variance": _h3_plateau(1.0)["H3_kernel_convergence"]}
+    e = make_entry("H3", res, scale="smoke")
+    assert e["verdict"] == "reproduced" and e["controls"][0]["verdict"] == "not_reproduced"
+    # a 'wrong' kernel so close to the right one that the distance still falls at the Monte Carlo rate
+    res["H3_kernel_convergence"]["controls"] = {"wrong_weight_variance": _h3_plateau(1e-4)["H3_kernel_convergence"]}
+    capped = make_entry("H3", res, scale="smoke")
+    assert capped["criterion_verdict"] == "reproduced" and capped["verdict"] == "inconclusive"
+    assert "wrong_weight_variance" in capped["reason"]
 
 
 def test_h3_slope_uses_every_replicate():
@@ -464,12 +603,13 @@ def test_data_substitute_labels_come_from_the_recorded_sha256_not_the_file_name(
 
 
 # ==================================================================================== registration
-@pytest.mark.parametrize("cid,version", [("H1", 3), ("H2", 2), ("H3", 2)])
+@pytest.mark.parametrize("cid,version", [("H1", 4), ("H2", 3), ("H3", 3), ("H4", 3), ("H5", 3), ("H6", 3)])
 def test_every_criterion_quotes_the_paper_and_logs_its_amendments(cid, version):
     spec = get_claim(cid)
     assert spec.evaluate is getattr(claims, f"evaluate_{cid.lower()}")
     assert spec.criterion.startswith("Paper") and '"' in spec.criterion
-    assert spec.version == version and all(a.date == "2026-12-02" and a.previous for a in spec.amendments)
+    assert spec.version == version and all(a.date in ("2026-12-02", "2026-12-04") and a.previous
+                                           for a in spec.amendments)
     assert not any("BASELINE_" in v for a in spec.amendments for v in a.previous.values())
 
 

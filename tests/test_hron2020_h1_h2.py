@@ -102,3 +102,50 @@ def test_draws_per_head():
     assert gaussianity.draws_per_head({"heads": [1, 2], "n_draws": [5, 6]}) == [5, 6]
     with pytest.raises(ValueError):
         gaussianity.draws_per_head({"heads": [1, 2], "n_draws": [5]})
+
+
+# ---- issue 21: the scale mixture's predicted kurtosis and the negative controls of run_h1 / run_h2
+
+def test_scale_mixture_kurtosis_predicts_the_sampled_one_head_kurtosis():
+    x = np.random.default_rng(0).normal(size=(8, 50)).astype(np.float32)
+    f = attention.gram_factor(x)
+    pred = gaussianity.scale_mixture_kurtosis([0, 1], f, d_in=50, d_k=50, d_v=50)
+    draws = attention.sample_outputs(jax.random.PRNGKey(0), f, n_draws=400000, n_heads=1, d_in=50, d_k=50, d_v=50)
+    iv, _ = gaussianity.kurtosis_bootstrap(draws, n_boot=200, seed=0)
+    assert pred["value"] > 0.2 and pred["se"] < 0.02 and iv.contains(pred["value"])
+
+
+def test_run_h1_stores_both_controls_in_the_results_layout(tmp_path):
+    from ntkrepro.run import RunContext
+
+    params = {"d": 50, "seq_len": 8, "heads": [1, 2, 4], "n_draws": 20000, "ks_draws": 2000, "n_boot": 100,
+              "n_null": 20, "seed": 0}
+    r = gaussianity.run_h1(params, RunContext(scale="smoke", outputs={"samples": tmp_path / "s.npz"}))
+    assert r["scale_mixture_kurtosis_1_head"]["value"] > 0.2
+    for name in ("gaussian_draws", "shared_heads"):
+        c = r["controls"][name]
+        assert [row["heads"] for row in c["per_heads"]] == [1, 2, 4]
+        assert c["scale_mixture_kurtosis_1_head"] == r["scale_mixture_kurtosis_1_head"]
+        assert set(c["per_heads"][1]) == set(r["per_heads"][1])
+    gauss = r["controls"]["gaussian_draws"]["per_heads"]
+    assert all(abs(row["kurtosis"]["value"]) < 0.15 for row in gauss)
+    assert np.allclose([row["variance"] for row in gauss], [row["variance"] for row in r["per_heads"]], rtol=0.05)
+    shared = r["controls"]["shared_heads"]["per_heads"]
+    assert shared[0] == r["per_heads"][0]                          # one head: the layer itself
+    k1 = r["per_heads"][0]["kurtosis"]["value"]
+    assert abs(shared[2]["kurtosis"]["value"] - k1) < 0.15 < k1 - r["per_heads"][2]["kurtosis"]["value"]
+
+
+def test_run_h2_stores_the_sqrt_scaling_control_with_one_compilation_for_large_d():
+    from ntkrepro.run import RunContext
+
+    params = {"d_in": 8, "seq_len": 4, "n_inputs": 2, "d_values": [8, 64, 512], "n_draws": 30, "n_boot": 100,
+              "seed": 0, "d_seed_modulus": 9973}
+    before = attention._attention_weights._cache_size()
+    r = average_pooling.run_h2(params, RunContext(scale="smoke"))
+    assert attention._attention_weights._cache_size() - before <= 1   # every d >= rank, both scalings
+    c = r["controls"]["sqrt_scaling"]
+    assert [row["d"] for row in c["per_d"]] == [8, 64, 512] and set(c["per_d"][0]) == set(r["per_d"][0])
+    # d^-1 logits collapse, d^-1/2 logits do not
+    assert r["per_d"][-1]["spread"]["value"] < 0.2 * c["per_d"][-1]["spread"]["value"]
+    assert c["per_d"][-1]["spread"]["value"] > 0.5 * c["per_d"][0]["spread"]["value"]

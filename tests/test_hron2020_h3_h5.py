@@ -106,6 +106,11 @@ def test_h3_estimator_converges_to_analytic():
     assert rel_frobenius(np.asarray(e_t), np.asarray(k.ntk)) < 0.15
     e_k2, _ = est(jax.random.PRNGKey(0))
     np.testing.assert_array_equal(np.asarray(e_k), np.asarray(e_k2))
+    # the wrong_weight_variance control's kernels (first-layer variance 1 instead of 2) are far from the
+    # estimates: its distance is dominated by the bias, not the Monte Carlo error
+    w = h3.attention_net(8, 1, {**arch, "W_std": h3.CONTROL_W_STD})[2](x, None, ("nngp", "ntk"))
+    assert rel_frobenius(np.asarray(e_k), np.asarray(w.nngp)) > 2 * rel_frobenius(np.asarray(e_k), np.asarray(k.nngp))
+    assert rel_frobenius(np.asarray(e_t), np.asarray(w.ntk)) > 2 * rel_frobenius(np.asarray(e_t), np.asarray(k.ntk))
     with pytest.raises(ValueError):
         h3.attention_net(10, 3, arch)
 

@@ -26,17 +26,25 @@ def test_unknown_claim_is_a_clear_error():
         ledger.get_claim("Z9")
 
 
-def _fake_h2(slope_spread, slope_dist, last=0.01):
-    ds = [4, 16, 64, 256, 1024]
+def _fake_h2_rows(slope_spread, slope_dist, last):
     rows = []
-    for d in ds:
+    for d in [4, 16, 64, 256, 1024]:
         s = 0.5 * (d / 4) ** slope_spread
         n = 0.05 * (d / 4) ** slope_dist
         rows.append({"d": d, "spread": Interval(s, s * 0.9, s * 1.1).as_dict(),
                      "nngp_distance": Interval(n, n * 0.9, n * 1.1).as_dict()})
     rows[-1]["nngp_distance"] = Interval(last, last * 0.9, last * 1.1).as_dict()
-    return {"H2_average_pooling": {"per_d": rows, "n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8,
-                                   "tied_linear_scaling_distance": 0.1, "provenance": {}}}
+    return rows
+
+
+def _fake_h2(slope_spread, slope_dist, last=0.01, control_slope=0.02):
+    """Fake H2 results with its negative control ``sqrt_scaling`` (d^-1/2 logits): spread and distance
+    with log-log slope ``control_slope`` (about 0: no collapse, which the criterion rejects; not exactly 0,
+    where a noiseless fit has no interval)."""
+    base = {"n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8, "tied_linear_scaling_distance": 0.1}
+    control = {**base, "per_d": _fake_h2_rows(control_slope, control_slope, 0.05 * 256 ** control_slope)}
+    return {"H2_average_pooling": {**base, "per_d": _fake_h2_rows(slope_spread, slope_dist, last), "provenance": {},
+                                   "controls": {"sqrt_scaling": control}}}
 
 
 def test_make_entry_has_required_keys_and_is_json():
@@ -44,8 +52,12 @@ def test_make_entry_has_required_keys_and_is_json():
     for key in ("id", "paper", "statement", "criterion", "measured", "verdict", "scale", "provenance",
                 "substitutes", "data", "figures"):
         assert key in e
-    assert e["verdict"] == "reproduced"
+    assert e["verdict"] == "reproduced" and e["criterion_verdict"] == "reproduced"
+    assert [(c["name"], c["verdict"], c["rejected"]) for c in e["controls"]] == [("sqrt_scaling", "not_reproduced", True)]
     json.dumps(e)
+    # the same fake whose control collapses too: the criterion does not reject it, the claim is capped
+    capped = make_entry("H2", _fake_h2(-0.5, -0.5, last=0.003, control_slope=-0.5), scale="smoke")
+    assert capped["criterion_verdict"] == "reproduced" and capped["verdict"] == "inconclusive"
 
 
 def test_table_and_check(tmp_path):

@@ -80,11 +80,7 @@ def test_notebook_without_parameters_cell_is_rejected(tmp_path):
 
 
 def test_report_renders_ledger_and_figures(tmp_path, monkeypatch):
-    rows = [{"d": d, "spread": Interval(0.5 * d**-0.5, 0.4 * d**-0.5, 0.6 * d**-0.5).as_dict(),
-             "nngp_distance": Interval(0.05 * d**-0.5, 0.04 * d**-0.5, 0.06 * d**-0.5).as_dict()}
-            for d in (4, 16, 64, 256, 1024)]
-    res = {"H2_average_pooling": {"per_d": rows, "n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8,
-                                  "tied_linear_scaling_distance": 0.1}}
+    res = {"H2_average_pooling": _h2_results()}
     entry = make_entry("H2", res, scale="smoke")
     claims = tmp_path / "results" / "claims"
     claims.mkdir(parents=True)
@@ -109,10 +105,15 @@ def test_missing_latex_names_what_to_install(monkeypatch, capsys, tmp_path):
 # ---- issue 16 item 8: the ledger CLI and report.build_pdf ----------------------------------------
 
 def _h2_results():
-    rows = [{"d": d, "spread": Interval(0.5 * d**-0.5, 0.4 * d**-0.5, 0.6 * d**-0.5).as_dict(),
-             "nngp_distance": Interval(0.05 * d**-0.5, 0.04 * d**-0.5, 0.06 * d**-0.5).as_dict()}
-            for d in (4, 16, 64, 256, 1024)]
-    return {"per_d": rows, "n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8, "tied_linear_scaling_distance": 0.1}
+    """Fake H2 results where the claim holds (slopes -1/2), with the sqrt_scaling control (slopes about 0:
+    no collapse, rejected by the criterion)."""
+    def rows(p):
+        return [{"d": d, "spread": Interval(0.5 * d**p, 0.4 * d**p, 0.6 * d**p).as_dict(),
+                 "nngp_distance": Interval(0.05 * d**p, 0.04 * d**p, 0.06 * d**p).as_dict()}
+                for d in (4, 16, 64, 256, 1024)]
+
+    base = {"n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8, "tied_linear_scaling_distance": 0.1}
+    return {**base, "per_d": rows(-0.5), "controls": {"sqrt_scaling": {**base, "per_d": rows(0.02)}}}
 
 
 def test_ledger_cli_evaluate_entry_table_check(tmp_path, capsys):
@@ -137,7 +138,7 @@ def test_ledger_cli_evaluate_entry_table_check(tmp_path, capsys):
     assert ledger.main(table + ["--expected", "H2", "H3"]) == 1  # the DAG expects a claim with no entry
     assert ledger.main(table + ["--expected", "H2"]) == 0
     csv = Path(out["csv"]).read_text().splitlines()
-    assert csv[0].startswith("id,paper,statement,verdict,stable") and len(csv) == 2 and "global average pooling" in csv[1]
+    assert csv[0].startswith("id,paper,statement,verdict,control,stable") and len(csv) == 2 and "global average pooling" in csv[1]
     assert r"\rowcolor" in Path(out["tex"]).read_text() and read_json(claims / "index.json") == {"claims": ["H2"], "replicates": {"H2": 1}}
     assert ledger.main(["check", "--claims-dir", str(claims)]) == 0
     write_json(claims / "H2.json", {**e, "verdict": "maybe"})

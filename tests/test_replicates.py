@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -237,10 +238,12 @@ def test_dry_run_has_replicate_jobs_with_shifted_seeds_and_disjoint_data(tmp_pat
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     text = out.stdout + out.stderr
-    assert "rule rep1_H3_hron2020_kernel_convergence" in text and "rule rep1_claim_ledger_entry" in text
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", text, re.M))      # the dry run's "Job stats" table
+    assert jobs.get("rep1_H3_hron2020_kernel_convergence") == "1" and jobs.get("rep1_claim_ledger_entry") == "1"
+    assert "H3: ledger entry | scale smoke, replicate 1" in text    # the rule's message names the replicate
     assert f"{tmp_path}/replicates/r1/claims/H3.json" in text
     assert '"replicate": 1' in text and '"seed": 1000003' in text
-    assert "rule rep1_figure" not in text  # replicates draw no figures
+    assert "rep1_figure" not in jobs and jobs.get("figure") == "1"  # replicates draw no figures; replicate 0 draws H3's
 
 
 def test_report_shows_the_stability_column_and_both_numbers_of_a_fragile_claim(render_report):

@@ -86,8 +86,15 @@ def _bartlett(key: jax.Array, r: int, dof: int) -> jax.Array:
 
 def sample_logit_products(key: jax.Array, r: int, d_k: int) -> jax.Array:
     r"""One draw of :math:`Z_Q Z_K^\top` (:math:`r\times r`), :math:`Z_Q, Z_K \in \mathbb R^{r\times d_k}`."""
+    return _logit_products(key, r, d_k, direct=d_k < r)
+
+
+def _logit_products(key: jax.Array, r: int, d_k, *, direct: bool) -> jax.Array:
+    """:func:`sample_logit_products`; ``direct`` (``d_k < r``, ``d_k`` a Python int: it sets shapes) draws
+    the factors, otherwise Bartlett's decomposition, where ``d_k`` may be a traced integer (one
+    compilation serves every ``d_k >= r``)."""
     k1, k2 = jax.random.split(key)
-    if d_k < r:  # Wishart is singular; draw the factors directly (cheap when d_k is small)
+    if direct:  # Wishart is singular; draw the factors directly (cheap when d_k is small)
         return jax.random.normal(k1, (r, d_k)) @ jax.random.normal(k2, (r, d_k)).T
     return jax.random.normal(k1, (r, r)) @ _bartlett(k2, r, d_k).T
 
@@ -151,19 +158,33 @@ def sample_outputs(key: jax.Array, factor: jax.Array, *, n_draws: int, n_heads: 
     return terms.reshape(int(n_draws), int(n_heads)).sum(axis=1) / np.sqrt(d_v * n_heads * d_in)
 
 
-@partial(jax.jit, static_argnames=("n_draws", "d_in", "d_k", "scaling", "seq_len"))
 def sample_attention_weights(key: jax.Array, factor: jax.Array, *, n_draws: int, d_in: int, d_k: int,
                              scaling: str, seq_len: int) -> jax.Array:
     r"""Draws of the softmax attention matrices of one head, shape ``(n_draws, N, S, S)``.
 
     ``factor`` is the Gram factor of all :math:`N S` tokens of :math:`N` sequences of length
     ``seq_len`` stacked together, so one draw shares :math:`W^Q, W^K` across sequences (as a
-    network does); logits are only formed within a sequence.
+    network does); logits are only formed within a sequence. The logits are those of
+    :func:`sample_logits`; ``d_k`` (when :math:`d_k \ge r`) and the scale enter the compiled
+    function as arguments, so one compilation serves every such ``d_k`` and both scalings.
     """
+    r = int(factor.shape[1])
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {sorted(SCALINGS)}, got {scaling!r}")
+    direct = int(d_k) < r
+    coef = np.float32(1.0 / (d_in * d_k ** SCALINGS[scaling]))   # sample_logits' qk_std / norm (qk_std = 1)
+    return _attention_weights(key, factor, jnp.int32(d_k), coef, n_draws=int(n_draws), seq_len=int(seq_len),
+                              direct_dk=int(d_k) if direct else 0)
+
+
+@partial(jax.jit, static_argnames=("n_draws", "seq_len", "direct_dk"))
+def _attention_weights(key, factor, d_k, coef, *, n_draws, seq_len, direct_dk):
     n_seq = factor.shape[0] // seq_len
+    r = factor.shape[1]
 
     def one_draw(k: jax.Array) -> jax.Array:
-        logits = sample_logits(k, factor, d_in, d_k, scaling)
+        prod = _logit_products(k, r, direct_dk if direct_dk else d_k, direct=bool(direct_dk))
+        logits = coef * factor @ prod @ factor.T
         blocks = logits.reshape(n_seq, seq_len, n_seq, seq_len)
         within = jnp.stack([blocks[i, :, i, :] for i in range(n_seq)])
         return jax.nn.softmax(within, axis=-1)

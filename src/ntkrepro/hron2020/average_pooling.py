@@ -21,6 +21,11 @@ Two measurements, each against the key/query dimension :math:`d`:
 For contrast we also report neural-tangents' ``linear_scaling=True`` kernel, which *ties*
 :math:`W^Q = W^K` to keep non-uniform attention in the limit. The criterion is
 :func:`ntkrepro.hron2020.claims.evaluate_h2`.
+
+**Negative control** ``sqrt_scaling`` (stored under ``controls``, same layout, judged by the same
+criterion): the same measurements with the standard :math:`d^{-1/2}` logits. Each logit is then a
+sum of :math:`d` terms divided by :math:`\sqrt d`, of order one at every :math:`d`: the attention
+weights keep a spread that does not shrink, and the layer does not become GAP.
 """
 
 from __future__ import annotations
@@ -63,29 +68,41 @@ def tied_linear_scaling_nngp(x: np.ndarray) -> np.ndarray:
     return np.asarray(kernel_fn(jnp.asarray(x), None, "nngp"), np.float64)
 
 
-def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
-    """Compute rule ``H2_hron2020_average_pooling``: spread and NNGP distance for each d.
-
-    The bootstraps at dimension ``d`` are seeded ``seed + d mod d_seed_modulus`` (spread) and
-    ``seed + 1 + d mod d_seed_modulus`` (distance).
-    """
-    seed, d_in, seq_len, n_inputs = (int(params[k]) for k in ("seed", "d_in", "seq_len", "n_inputs"))
+def measure_per_d(x: np.ndarray, factor: np.ndarray, k_gap: np.ndarray, params: dict[str, Any], key: jax.Array,
+                  ctx: RunContext, *, scaling: str, desc: str) -> list[dict[str, Any]]:
+    """Spread and NNGP distance (bootstrap intervals over draws) at every d of ``params["d_values"]``
+    with logit scaling ``scaling``; bootstrap seeds as in :func:`run_h2`."""
+    seed, d_in, seq_len = int(params["seed"]), int(params["d_in"]), int(params["seq_len"])
     modulus = int(params["d_seed_modulus"])
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n_inputs, seq_len, d_in))
-    factor = gram_factor(x.reshape(n_inputs * seq_len, d_in))
-    k_gap = gap_nngp(x)
-    key = jax.random.PRNGKey(seed)
     rows = []
-    for d in ctx.progress(params["d_values"], desc="H2 d"):
+    for d in ctx.progress(params["d_values"], desc=desc):
         key, sub = jax.random.split(key)
         attn = np.asarray(sample_attention_weights(sub, factor, n_draws=int(params["n_draws"]), d_in=d_in,
-                                                   d_k=int(d), scaling="linear", seq_len=seq_len), np.float64)
+                                                   d_k=int(d), scaling=scaling, seq_len=seq_len), np.float64)
         spread = bootstrap_ci(attention_spread(attn), n_boot=int(params["n_boot"]), seed=seed + int(d) % modulus)
         per_draw = attention_gap_nngp_draws(attn, x)
         dist = bootstrap_ci(per_draw, lambda k: rel_frobenius(k.mean(axis=0), k_gap), n_boot=int(params["n_boot"]),
                             seed=seed + 1 + int(d) % modulus)
         rows.append({"d": int(d), "spread": spread.as_dict(), "nngp_distance": dist.as_dict()})
-    return {"claim": "H2", "d_in": d_in, "seq_len": seq_len, "n_inputs": n_inputs,
-            "n_draws": int(params["n_draws"]), "per_d": rows,
+    return rows
+
+
+def run_h2(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Compute rule ``H2_hron2020_average_pooling``: spread and NNGP distance for each d, under the
+    claim's d^-1 logits and, as the negative control ``sqrt_scaling``, under d^-1/2 logits.
+
+    The bootstraps at dimension ``d`` are seeded ``seed + d mod d_seed_modulus`` (spread) and
+    ``seed + 1 + d mod d_seed_modulus`` (distance); the control's weight draws use their own key.
+    """
+    seed, d_in, seq_len, n_inputs = (int(params[k]) for k in ("seed", "d_in", "seq_len", "n_inputs"))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_inputs, seq_len, d_in))
+    factor = gram_factor(x.reshape(n_inputs * seq_len, d_in))
+    k_gap = gap_nngp(x)
+    rows = measure_per_d(x, factor, k_gap, params, jax.random.PRNGKey(seed), ctx, scaling="linear", desc="H2 d")
+    control = measure_per_d(x, factor, k_gap, params, jax.random.fold_in(jax.random.PRNGKey(seed), 21), ctx,
+                            scaling="sqrt", desc="H2 control: d^-1/2 logits")
+    base = {"claim": "H2", "d_in": d_in, "seq_len": seq_len, "n_inputs": n_inputs,
+            "n_draws": int(params["n_draws"]),
             "tied_linear_scaling_distance": rel_frobenius(tied_linear_scaling_nngp(x), k_gap)}
+    return {**base, "per_d": rows, "controls": {"sqrt_scaling": {**base, "per_d": control}}}

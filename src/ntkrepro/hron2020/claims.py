@@ -24,7 +24,8 @@ import numpy as np
 
 from ntkrepro.hron2020.cifar10 import h4_substitutes
 from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
-from ntkrepro.ledger import Evaluation, Results, load_claim_spec, one_result, register, verdict_of
+from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register, register_control, stored_control,
+                             verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
                             powerlaw_wls_fit)
@@ -43,6 +44,10 @@ def _fmt(iv: Interval, digits: int = 3) -> str:
 # ============================================================================================ H1
 #: Equivalence band of the heads-law slope d log(kurtosis) / d log(heads) around the predicted -1.
 H1_BAND = (-1.25, -0.75)
+#: The 1-head part decides between the scale mixture's predicted kurtosis and the Gaussian's 0 at
+#: this fraction of the prediction (their midpoint).
+H1_MIXTURE_FRACTION = 0.5
+H1_ONE_HEAD = "1-head excess kurtosis > half the scale mixture's"
 
 
 @register(load_claim_spec(PAPER, "H1"))
@@ -55,6 +60,10 @@ def evaluate_h1(results: Results, scale: str) -> Evaluation:
     if len(rows) < 3 or any("kurtosis_boot" not in row for row in rows):
         raise ValueError("H1 needs >= 3 head counts with bootstrap replicates of the kurtosis (results of the "
                          "current run_h1)")
+    if "scale_mixture_kurtosis_1_head" not in r:
+        raise ValueError("H1 needs the scale mixture's predicted 1-head kurtosis (results of the current run_h1)")
+    mixture = r["scale_mixture_kurtosis_1_head"]
+    threshold = H1_MIXTURE_FRACTION * float(mixture["value"])
     heads = np.array([row["heads"] for row in rows], float)
     kappa = np.array([row["kurtosis"]["value"] for row in rows])
     boots = np.array([row["kurtosis_boot"] for row in rows], float).T        # (n_boot, n_heads)
@@ -62,17 +71,18 @@ def evaluate_h1(results: Results, scale: str) -> Evaluation:
     k1 = Interval.from_dict(rows[0]["kurtosis"])
     most = rows[-1]
     km = Interval.from_dict(most["kurtosis"])
-    parts = {"1-head excess kurtosis > 0": at_least(k1, 0.0),
+    parts = {H1_ONE_HEAD: at_least(k1, threshold),
              "heads-law slope in [-1.25, -0.75]": equivalence(slope, *H1_BAND)}
     n1 = int(rows[0]["n_draws"])
     power = []
-    if parts["1-head excess kurtosis > 0"] is Status.UNDECIDED:
-        power.append(power_line("1-head excess kurtosis", k1, [0.0], size=n1, size_name="n_draws (1 head)"))
+    if parts[H1_ONE_HEAD] is Status.UNDECIDED:
+        power.append(power_line("1-head excess kurtosis", k1, [threshold], size=n1, size_name="n_draws (1 head)"))
     if parts["heads-law slope in [-1.25, -0.75]"] is Status.UNDECIDED:
         power.append(power_line("heads-law slope", slope, list(H1_BAND), size=n1,
                                 size_name="n_draws per head count (all scaled alike)"))
     verdict = verdict_of(combine(list(parts.values())))
-    reason = (f"1-head excess kurtosis {_fmt(k1)} ({parts['1-head excess kurtosis > 0'].value}); heads-law slope "
+    reason = (f"1-head excess kurtosis {_fmt(k1)} vs {threshold:.3f} = half the scale mixture's predicted "
+              f"{mixture['value']:.3f} ({parts[H1_ONE_HEAD].value}); heads-law slope "
               f"{_fmt(slope)} vs band [-1.25, -0.75] ({parts['heads-law slope in [-1.25, -0.75]'].value}), "
               f"fitted kappa_1 {amp.value:.3f}; at {most['heads']} heads: kurtosis {_fmt(km, 4)} (law predicts "
               f"{k1.value / most['heads']:.4f}), KS {most['ks']['value']:.4f} vs Gaussian null level "
@@ -81,6 +91,8 @@ def evaluate_h1(results: Results, scale: str) -> Evaluation:
         "draws per head count " + ", ".join(f"{row['heads']}: {row['n_draws']}" for row in rows) + " (reduced)"]
     return Evaluation(
         measured={"kurtosis_1_head": k1, "heads_law_slope": slope, "heads_law_kappa_1": amp,
+                  "scale_mixture_kurtosis_1_head": float(mixture["value"]),
+                  "scale_mixture_kurtosis_1_head_se": float(mixture["se"]),
                   f"kurtosis_{most['heads']}_heads": km,
                   f"kurtosis_{most['heads']}_heads_predicted_kappa_1_over_H": float(k1.value / most["heads"]),
                   "ks_1_head": Interval.from_dict(rows[0]["ks"]),
@@ -91,9 +103,23 @@ def evaluate_h1(results: Results, scale: str) -> Evaluation:
               "on the inputs)"])
 
 
+@register_control("H1", "gaussian_draws")
+def h1_gaussian_draws(results: Results) -> Results:
+    """H1 control: Gaussian draws of the measured variance at every head count (stored by run_h1)."""
+    return stored_control(results, "gaussian_draws")
+
+
+@register_control("H1", "shared_heads")
+def h1_shared_heads(results: Results) -> Results:
+    """H1 control: heads sharing one weight draw, sqrt(H) x one head (stored by run_h1)."""
+    return stored_control(results, "shared_heads")
+
+
 # ============================================================================================ H2
 #: "Reduces to GAP": the NNGP distance to the GAP network's NNGP at the largest d must lie below this.
 H2_GAP_DISTANCE = 0.1
+#: Both log-log slopes are judged against half the slowest rate the mechanism gives (d^-1/2).
+H2_SLOPE_MARGIN = -0.25
 
 
 @register(load_claim_spec(PAPER, "H2"))
@@ -108,21 +134,23 @@ def evaluate_h2(results: Results, scale: str) -> Evaluation:
     d_slope, d_icpt = linear_fit(np.log(d), np.log(dist))
     last = Interval.from_dict(rows[-1]["nngp_distance"])
     parts: dict[str, Status] = {}
-    for key, sl in (("spread slope < 0", s_slope), ("NNGP-distance slope < 0", d_slope)):
-        parts[key] = Status.HOLDS if sl.high < 0 else (Status.REFUTED if sl.low >= 0 else Status.UNDECIDED)
+    m = H2_SLOPE_MARGIN
+    for key, sl in ((f"spread slope < {m}", s_slope), (f"NNGP-distance slope < {m}", d_slope)):
+        parts[key] = Status.HOLDS if sl.high < m else (Status.REFUTED if sl.low > m else Status.UNDECIDED)
     gap_key = f"distance at d={int(d[-1])} < {H2_GAP_DISTANCE}"
     parts[gap_key] = Status.HOLDS if last.high < H2_GAP_DISTANCE else Status.UNDECIDED
     n = int(r["n_draws"])
-    power = [power_line("spread slope", s_slope, [0.0], size=n, size_name="n_draws"),
-             power_line("NNGP-distance slope", d_slope, [0.0], size=n, size_name="n_draws"),
+    power = [power_line("spread slope", s_slope, [m], size=n, size_name="n_draws"),
+             power_line("NNGP-distance slope", d_slope, [m], size=n, size_name="n_draws"),
              power_line(f"NNGP distance at d={int(d[-1])}", last, [H2_GAP_DISTANCE], size=n, size_name="n_draws")]
-    if last.low > H2_GAP_DISTANCE and d_slope.high < 0:
+    if last.low > H2_GAP_DISTANCE and d_slope.high < m:
         # still above the GAP threshold but shrinking: the d at which the fitted law crosses it
         d_star = d[-1] * (last.value / H2_GAP_DISTANCE) ** (-1.0 / d_slope.value)
         power.append(PowerLine(f"NNGP distance at d={int(d[-1])} (above {H2_GAP_DISTANCE})", last.half_width,
                                last.value - H2_GAP_DISTANCE, "largest d", float(d[-1]), float(d_star)))
     verdict = verdict_of(combine(list(parts.values())))
-    reason = (f"spread slope {_fmt(s_slope)} (paper: -0.5); NNGP-distance slope {_fmt(d_slope)}; distance at "
+    reason = (f"spread slope {_fmt(s_slope)} (paper: -0.5), NNGP-distance slope {_fmt(d_slope)}, each vs {m}; "
+              f"distance at "
               f"d={int(d[-1])}: {_fmt(last, 5)}. Tied-weight linear scaling (neural-tangents) stays at distance "
               f"{r['tied_linear_scaling_distance']:.3f} from GAP.")
     subs = [] if scale == "paper" else [f"d up to {int(d[-1])}, {r['n_draws']} draws, {r['n_inputs']} inputs (reduced)"]
@@ -138,9 +166,17 @@ def evaluate_h2(results: Results, scale: str) -> Evaluation:
                 "gap_distance_threshold": H2_GAP_DISTANCE})
 
 
+@register_control("H2", "sqrt_scaling")
+def h2_sqrt_scaling(results: Results) -> Results:
+    """H2 control: the same measurements under d^-1/2 logits (stored by run_h2)."""
+    return stored_control(results, "sqrt_scaling")
+
+
 # ============================================================================================ H3
 #: Bootstrap replicates of the per-width median intervals drawn in the H3 figure (not part of the criterion).
 H3_FIGURE_N_BOOT = 500
+#: Both log-log slopes are judged against half the slowest rate the theory gives (width^-1/2).
+H3_SLOPE_MARGIN = -0.25
 
 def h3_slope(rows: Sequence[Mapping[str, Any]], kernel: str) -> Interval:
     r"""OLS slope of :math:`\log D` on :math:`\log(\text{width})` over every (width, replicate) estimate
@@ -158,10 +194,11 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "H3_kernel_convergence")
     rows = sorted(r["per_width"], key=lambda row: row["width"])
     slopes = {g: h3_slope(rows, g) for g in ("nngp", "ntk")}
-    parts = {f"{g.upper()} distance slope < 0": (Status.HOLDS if s.high < 0 else Status.REFUTED if s.low >= 0
-                                                 else Status.UNDECIDED) for g, s in slopes.items()}
+    m = H3_SLOPE_MARGIN
+    parts = {f"{g.upper()} distance slope < {m}": (Status.HOLDS if s.high < m else Status.REFUTED if s.low > m
+                                                   else Status.UNDECIDED) for g, s in slopes.items()}
     n_rep = int(r["n_replicates"])
-    power = [power_line(f"{g.upper()} distance slope", s, [0.0], size=n_rep, size_name="replicates per width")
+    power = [power_line(f"{g.upper()} distance slope", s, [m], size=n_rep, size_name="replicates per width")
              for g, s in slopes.items()]
     verdict = verdict_of(combine(list(parts.values())))
     last, first = rows[-1], rows[0]
@@ -170,7 +207,7 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
     for row in (first, last):
         for g in ("nngp", "ntk"):
             measured[f"{g}_distance_median_at_width_{row['width']}"] = float(np.median(row[f"{g}_distance"]))
-    reason = (f"NNGP slope {_fmt(slopes['nngp'])}, NTK slope {_fmt(slopes['ntk'])} over widths "
+    reason = (f"NNGP slope {_fmt(slopes['nngp'])}, NTK slope {_fmt(slopes['ntk'])}, each vs {m}, over widths "
               f"{first['width']}..{last['width']} (heads {first['n_heads']}..{last['n_heads']}), {n_rep} replicates "
               f"per width; median distances at the largest width: NNGP {np.median(last['nngp_distance']):.4f}, NTK "
               f"{np.median(last['ntk_distance']):.4f} (neural-tangents' test tolerance 0.05).")
@@ -190,6 +227,13 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
     return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs, power=_power(power),
                       parts=parts, figure=figure,
                       data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
+
+
+@register_control("H3", "wrong_weight_variance")
+def h3_wrong_weight_variance(results: Results) -> Results:
+    """H3 control: the same estimates against the analytic kernels of a first layer with weight
+    variance 1 instead of 2 (stored by run_h3)."""
+    return stored_control(results, "wrong_weight_variance")
 
 
 # ============================================================================================ H4

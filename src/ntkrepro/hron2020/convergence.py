@@ -20,6 +20,13 @@ Each width gets ``n_replicates`` independent estimates; the claim's slope is the
 :math:`\log D` on :math:`\log n` over every (width, replicate) estimate, with its t-interval
 (:func:`ntkrepro.hron2020.claims.evaluate_h3`). The Monte Carlo error of :math:`S` samples is part
 of :math:`D` (it shrinks with width too, since each draw concentrates).
+
+**Negative control** ``wrong_weight_variance`` (stored under ``controls``, same layout, judged by
+the same criterion): the distances of the *same* Monte Carlo estimates to the analytic kernels of
+the network with the first layer's weight variance :math:`\sigma_w^2 = 1` (LeCun) instead of the
+run's 2 (He, ``arch.W_std`` = :math:`\sqrt 2`). The finite networks converge to their own limit,
+so these distances tend to the positive constant
+:math:`\lVert K - K'\rVert_F/\lVert K'\rVert_F` and stop falling. No extra network is run.
 """
 
 from __future__ import annotations
@@ -34,6 +41,10 @@ from ntkrepro.run import RunContext
 from ntkrepro.stats import rel_frobenius
 
 log = logging.getLogger("ntkrepro.hron2020")
+
+#: First-layer weight standard deviation of the control's (wrong) analytic kernels: variance 1
+#: (LeCun) instead of the run's 2 (He).
+CONTROL_W_STD = 1.0
 
 
 def attention_net(width: int, n_heads: int, arch: Mapping[str, Any], n_out: int = 1):
@@ -100,20 +111,26 @@ def run_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     kfn = attention_net(8, 1, arch)[2]
     analytic = kfn(x, None, ("nngp", "ntk"))
     k_nngp, k_ntk = np.asarray(analytic.nngp, np.float64), np.asarray(analytic.ntk, np.float64)
+    wrong = attention_net(8, 1, {**arch, "W_std": CONTROL_W_STD})[2](x, None, ("nngp", "ntk"))
+    w_nngp, w_ntk = np.asarray(wrong.nngp, np.float64), np.asarray(wrong.ntk, np.float64)
     n_out = int(arch.get("n_out", 1))
     key = jax.random.PRNGKey(seed)
-    rows = []
+    rows, control = [], []
     for w, h in ctx.progress(list(zip(widths, heads)), desc="H3 widths"):
-        dn, dt = [], []
+        dn, dt, cn, ct = [], [], [], []
         estimate = make_estimator(x, w, h, arch, int(params["n_samples"]), n_out)
         for r in range(int(params["n_replicates"])):
             key, sub = jax.random.split(key)
             e_k, e_t = (np.asarray(v, np.float64) for v in estimate(sub))
             dn.append(rel_frobenius(e_k, k_nngp))
             dt.append(rel_frobenius(e_t, k_ntk))
+            cn.append(rel_frobenius(e_k, w_nngp))
+            ct.append(rel_frobenius(e_t, w_ntk))
         rows.append({"width": w, "n_heads": h, "nngp_distance": dn, "ntk_distance": dt})
+        control.append({"width": w, "n_heads": h, "nngp_distance": cn, "ntk_distance": ct})
         log.info("H3 width %d heads %d: NNGP dist median %.4f, NTK dist median %.4f", w, h, np.median(dn), np.median(dt))
-    return {"claim": "H3", "image_size": int(params["image_size"]), "n_inputs": int(x.shape[0]),
+    base = {"claim": "H3", "image_size": int(params["image_size"]), "n_inputs": int(x.shape[0]),
             "n_samples": int(params["n_samples"]), "n_replicates": int(params["n_replicates"]), "arch": arch,
-            "archive": d["archive"].rsplit("/", 1)[-1], "archive_sha256": d["archive_sha256"],
-            "per_width": rows}
+            "archive": d["archive"].rsplit("/", 1)[-1], "archive_sha256": d["archive_sha256"]}
+    return {**base, "per_width": rows,
+            "controls": {"wrong_weight_variance": {**base, "analytic_W_std": CONTROL_W_STD, "per_width": control}}}

@@ -20,23 +20,41 @@ criterion refits, :func:`ntkrepro.hron2020.claims.evaluate_h1`), and, as a descr
 Kolmogorov-Smirnov distance to :math:`\mathcal N(0, \hat\sigma^2)` on the first ``ks_draws`` draws
 against the 95th percentile of the same statistic on Gaussian samples of that size (variance
 estimated too, i.e. Lilliefors).
+
+**The scale mixture's kurtosis** (the theory's prediction, :func:`scale_mixture_kurtosis`). Given
+the softmax row :math:`a` and :math:`\chi^2_{d_v}` (:func:`~ntkrepro.hron2020.attention.sample_head_terms`),
+one head's term is :math:`\mathcal N(0, \chi^2_{d_v}\, q)` with :math:`q = \lVert L^\top a\rVert^2`,
+so :math:`\kappa_1 = 3\big[(1 + 2/d_v)\,\mathbb E q^2 / (\mathbb E q)^2 - 1\big]`, computed from draws
+of the attention row alone (independent of the output draws). The H1 criterion's 1-head part
+decides between this prediction and the Gaussian's 0 at their midpoint.
+
+**Negative controls** (stored under ``controls``, same layout, judged by the same criterion):
+``gaussian_draws`` -- at every head count, Gaussian draws with the measured variance (one head
+is then not a scale mixture); ``shared_heads`` -- the layer whose heads share one weight draw,
+i.e. :math:`\sqrt H` times a one-head output (the heads are not independent, so the kurtosis
+does not fall as :math:`\kappa_1/H`; its 1-head row is the real one, the others fresh draws).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jax
 import numpy as np
 from scipy import special, stats
 
-from ntkrepro.hron2020.attention import gram_factor, sample_outputs
+from ntkrepro.hron2020.attention import SCALINGS, gram_factor, sample_outputs
 from ntkrepro.io import write_npz
 from ntkrepro.run import RunContext
 from ntkrepro.stats import Interval, bootstrap_ci
 
 #: Blocks of draws resampled by the kurtosis bootstrap (at most; at least 10 draws per block).
 N_BLOCKS = 1000
+#: Attention-row draws behind the scale mixture's predicted kurtosis (in MIXTURE_CHUNKS chunks; its
+#: Monte Carlo standard error is recorded, about 1% of the value).
+MIXTURE_DRAWS = 1 << 18
+MIXTURE_CHUNKS = 8
 
 
 def excess_kurtosis(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -99,6 +117,46 @@ def ks_null_quantile(n: int, reps: int, seed: int, q: float = 0.95) -> float:
     return float(np.quantile([ks_to_gaussian(rng.standard_normal(n)) for _ in range(reps)], q))
 
 
+def _mixture_q(rng: np.random.Generator, factor: np.ndarray, *, n: int, d_in: int, d_k: int,
+               position: int = 0) -> np.ndarray:
+    r""":math:`q = \lVert L^\top a\rVert^2` for ``n`` draws of the softmax row :math:`a` of one
+    :math:`d^{-1/2}` head at ``position`` (the law of :func:`~ntkrepro.hron2020.attention.sample_head_terms`)."""
+    factor = np.asarray(factor, np.float64)
+    chi_k = rng.chisquare(d_k, n)
+    h = rng.standard_normal((n, factor.shape[1]))
+    scale = np.linalg.norm(factor[position]) * np.sqrt(chi_k) / (d_in * d_k ** SCALINGS["sqrt"])
+    attn = special.softmax(scale[:, None] * (h @ factor.T), axis=-1)
+    return np.sum((attn @ factor) ** 2, axis=-1)
+
+
+def scale_mixture_kurtosis(seed: int | Sequence[int], factor: np.ndarray, *, d_in: int, d_k: int, d_v: int,
+                           n: int = MIXTURE_DRAWS, chunks: int = MIXTURE_CHUNKS) -> dict[str, float]:
+    r"""Predicted 1-head excess kurtosis of the scale mixture (module docstring),
+    :math:`3[(1+2/d_v)\,\mathbb E q^2/(\mathbb E q)^2 - 1]`, from ``n`` attention-row draws (numpy
+    generator ``seed``); ``se`` is the standard error from the spread of the estimate over ``chunks``
+    equal chunks."""
+    rng = np.random.default_rng(seed)
+    m = n // chunks
+    moments = np.array([[q.mean(), (q ** 2).mean()] for q in
+                        (_mixture_q(rng, factor, n=m, d_in=d_in, d_k=d_k) for _ in range(chunks))])
+
+    def kappa(mom):
+        return 3.0 * ((1.0 + 2.0 / d_v) * mom[1] / mom[0] ** 2 - 1.0)
+
+    per_chunk = [kappa(row) for row in moments]
+    return {"value": float(kappa(moments.mean(axis=0))), "se": float(np.std(per_chunk, ddof=1) / np.sqrt(chunks)),
+            "n_draws": int(m * chunks)}
+
+
+def head_row(h: int, draws: np.ndarray, *, n_boot: int, ks_draws: int, seed: int) -> dict[str, Any]:
+    """One head count's row of the H1 results: kurtosis (bootstrap interval and replicates) and KS
+    distance (bootstrap interval, on the first ``ks_draws`` draws) of ``draws``."""
+    kurt, reps = kurtosis_bootstrap(draws, n_boot=n_boot, seed=seed + h)
+    ks = bootstrap_ci(draws[:ks_draws], ks_to_gaussian, n_boot=max(100, n_boot // 5), seed=seed + h)
+    return {"heads": int(h), "n_draws": int(draws.size), "variance": float(np.var(draws)), "kurtosis": kurt.as_dict(),
+            "kurtosis_boot": reps.tolist(), "ks": ks.as_dict()}
+
+
 def draws_per_head(params: dict[str, Any]) -> list[int]:
     """``n_draws`` of the config: one integer for every head count, or one per head count."""
     heads, n = list(params["heads"]), params["n_draws"]
@@ -111,26 +169,43 @@ def draws_per_head(params: dict[str, Any]) -> list[int]:
 
 def run_h1(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H1_hron2020_gaussianity``: draws, kurtosis (with bootstrap replicates) and KS
-    distance per head count."""
+    distance per head count; the scale mixture's predicted 1-head kurtosis; and the negative
+    controls ``gaussian_draws`` and ``shared_heads`` in the same layout (module docstring)."""
     d, seq_len, seed = int(params["d"]), int(params["seq_len"]), int(params["seed"])
     n_boot, ks_draws = int(params["n_boot"]), int(params["ks_draws"])
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((seq_len, d))  # fixed inputs, one sequence of seq_len tokens
     factor = gram_factor(x)
     key = jax.random.PRNGKey(seed)
-    rows, samples = [], {}
-    for h, n in ctx.progress(list(zip(params["heads"], draws_per_head(params))), desc="H1 heads"):
-        h = int(h)
+    rows, samples, one_head = [], {}, None
+    plan = [(int(h), int(n)) for h, n in zip(params["heads"], draws_per_head(params))]
+    for h, n in ctx.progress(plan, desc="H1 heads"):
         key, sub = jax.random.split(key)
         draws = sample_outputs(sub, factor, n_draws=n, n_heads=h, d_in=d, d_k=d, d_v=d, scaling="sqrt")
-        kurt, reps = kurtosis_bootstrap(draws, n_boot=n_boot, seed=seed + h)
-        first = draws[:ks_draws]
-        ks = bootstrap_ci(first, ks_to_gaussian, n_boot=max(100, n_boot // 5), seed=seed + h)
-        rows.append({"heads": h, "n_draws": int(n), "variance": float(np.var(draws)), "kurtosis": kurt.as_dict(),
-                     "kurtosis_boot": reps.tolist(), "ks": ks.as_dict()})
-        samples[f"heads_{h}"] = first.astype(np.float32)
+        rows.append(head_row(h, draws, n_boot=n_boot, ks_draws=ks_draws, seed=seed))
+        samples[f"heads_{h}"] = draws[:ks_draws].astype(np.float32)
+        if h == 1:
+            one_head = draws
     ks_n = min(ks_draws, min(r["n_draws"] for r in rows))
     null = ks_null_quantile(ks_n, int(params["n_null"]), seed + 1)
     write_npz(ctx.outputs["samples"], samples, provenance=ctx.provenance())
-    return {"claim": "H1", "d": d, "seq_len": seq_len, "n_draws": [r["n_draws"] for r in rows],
-            "ks_draws": ks_n, "ks_null_95": null, "per_heads": rows}
+    # the theory's prediction for these inputs, from attention rows alone (its own key)
+    mixture = scale_mixture_kurtosis([seed, 1], factor, d_in=d, d_k=d, d_v=d)
+    base = {"claim": "H1", "d": d, "seq_len": seq_len, "n_draws": [r["n_draws"] for r in rows],
+            "ks_draws": ks_n, "ks_null_95": null, "scale_mixture_kurtosis_1_head": mixture}
+    # negative controls: Gaussian draws of the measured variance; heads sharing one weight draw
+    g_rng = np.random.default_rng([seed, 21])
+    gauss = [head_row(r["heads"], np.sqrt(r["variance"]) * g_rng.standard_normal(r["n_draws"]), n_boot=n_boot,
+                      ks_draws=ks_draws, seed=seed) for r in rows]
+    c_key = jax.random.fold_in(jax.random.PRNGKey(seed), 2)
+    shared = []
+    for h, n in ctx.progress(plan, desc="H1 control: shared heads"):
+        if h == 1 and one_head is not None:
+            shared.append(rows[[r["heads"] for r in rows].index(1)])  # one head: the layer itself
+            continue
+        c_key, sub = jax.random.split(c_key)
+        one = sample_outputs(sub, factor, n_draws=n, n_heads=1, d_in=d, d_k=d, d_v=d, scaling="sqrt")
+        shared.append(head_row(h, np.sqrt(h) * one, n_boot=n_boot, ks_draws=ks_draws, seed=seed))
+    return {**base, "per_heads": rows,
+            "controls": {"gaussian_draws": {**base, "per_heads": gauss},
+                         "shared_heads": {**base, "per_heads": shared}}}
