@@ -7,6 +7,8 @@ validate_section("hazelden2026", "../schemas/hazelden2026.schema.yaml")
 # ---- G1: Kronecker core, forward pass vs autodiff, self-attention transformer ---------------
 rule G1_hazelden2026_kronecker_transformer:
     """Per-site forward-pass vs autodiff Kronecker core, fp64 + fp32 (ntkrepro.hazelden2026.transformer.run_g1)."""
+    message:
+        job_message("G1", "Kronecker core vs autodiff, self-attention transformer (+ shuffled-rows control)")
     output:
         results=f"{R}/hazelden2026/G1_kronecker_transformer.json",
     log:
@@ -43,6 +45,8 @@ register_claim("G1", "hazelden2026", [rules.G1_hazelden2026_kronecker_transforme
 # ---- G2: same on Pythia-410M (GPTNeoX), every site of every layer -----------------------------
 rule G2_hazelden2026_kronecker_pythia:
     """Per-layer forward-pass vs autodiff Kronecker core on GPTNeoX (ntkrepro.hazelden2026.pythia.run_g2)."""
+    message:
+        job_message("G2", "Kronecker core vs autodiff, Pythia-410M layers (+ shuffled-rows control)")
     output:
         results=f"{R}/hazelden2026/G2_kronecker_pythia.json",
     log:
@@ -79,6 +83,8 @@ register_claim("G2", "hazelden2026", [rules.G2_hazelden2026_kronecker_pythia.out
 # ---- G3: RNN/GRU GeNTK effective dimension at init over an initial-scale sweep, and learning ---
 rule G3_hazelden2026_rnn_spectra:
     """GeNTK participation ratio / entropy rank at init per initial scale + GD loss ratios (ntkrepro.hazelden2026.rnn.run_g3)."""
+    message:
+        job_message("G3", "RNN/GRU GeNTK spectra vs initial scale")
     output:
         results=f"{R}/hazelden2026/G3_rnn_spectra.json",
     log:
@@ -117,6 +123,8 @@ register_claim("G3", "hazelden2026", [rules.G3_hazelden2026_rnn_spectra.output.r
 # ---- G4: transformer GeNTK (internal states, partial-averaged) rank vs input effective dimension
 rule G4_hazelden2026_transformer_rank:
     """Participation ratio of the internal-state GeNTK vs input effective dimension (ntkrepro.hazelden2026.transformer.run_g4)."""
+    message:
+        job_message("G4", "transformer GeNTK temporal rank vs input dimension")
     output:
         results=f"{R}/hazelden2026/G4_transformer_rank.json",
     log:
@@ -155,6 +163,8 @@ register_claim("G4", "hazelden2026", [rules.G4_hazelden2026_transformer_rank.out
 # ---- Benchmark (not part of `all`): forward-pass core vs autodiff on one Pythia-410M layer ----
 rule hazelden2026_benchmark_kronecker_core:
     """Time and peak-memory ratio, autodiff vs forward-pass Kronecker core (ntkrepro.hazelden2026.benchmark.run_benchmark)."""
+    message:
+        job_message("benchmark", "Kronecker core forward pass vs autodiff")
     output:
         results=f"{R}/benchmarks/hazelden2026_kronecker_core.json",
     log:

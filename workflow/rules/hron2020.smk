@@ -7,6 +7,8 @@ validate_section("hron2020", "../schemas/hron2020.schema.yaml")
 # ---- H1: single-head attention is non-Gaussian at init, many heads Gaussian (Fig. 1) --------
 rule H1_hron2020_gaussianity:
     """Draw d^-1/2 attention outputs at init over weights for each head count (ntkrepro.hron2020.gaussianity.run_h1)."""
+    message:
+        job_message("H1", "attention outputs at init vs heads (+ Gaussian and shared-heads controls)")
     output:
         results=f"{R}/hron2020/H1_gaussianity.json",
         samples=f"{R}/hron2020/H1_gaussianity_samples.npz",
@@ -42,6 +44,8 @@ register_claim("H1", "hron2020", rules.H1_hron2020_gaussianity.output.results, [
 # ---- H2: d^-1 scaling collapses attention to global average pooling (Sec. 3) --------------
 rule H2_hron2020_average_pooling:
     """Attention-weight spread and attention-vs-GAP NNGP distance vs d (ntkrepro.hron2020.average_pooling.run_h2)."""
+    message:
+        job_message("H2", "attention spread and NNGP distance to GAP vs d (+ d^-1/2 control)")
     output:
         results=f"{R}/hron2020/H2_average_pooling.json",
     log:

@@ -16,6 +16,8 @@ CIFAR10_ARCHIVE_INPUT = [
 # ---- H3: empirical kernels of finite attention nets -> analytic NNGP/NTK ------------------------
 rule H3_hron2020_kernel_convergence:
     """Monte Carlo empirical NNGP/NTK vs neural-tangents' analytic kernels over widths (ntkrepro.hron2020.convergence.run_h3)."""
+    message:
+        job_message("H3", "empirical vs analytic NNGP/NTK vs width (+ wrong-variance control)")
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:
@@ -63,6 +65,8 @@ H4_SHARDS = int(HRON["H4"].get("n_shards", 0))
 
 rule H4_hron2020_kernel_shard:
     """One shard of H4's kernel blocks, cached for the H4 rule (ntkrepro.hron2020.cifar10.run_h4_shard)."""
+    message:
+        job_message("H4", f"CIFAR-10 kernel shard {{wildcards.shard}} of {H4_SHARDS}")
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:
@@ -88,6 +92,8 @@ rule H4_hron2020_kernel_shard:
 
 rule H4_hron2020_cifar10_kernels:
     """Depth/diag_reg selection on validation, test accuracies and orderings (ntkrepro.hron2020.cifar10.run_h4)."""
+    message:
+        job_message("H4", "CIFAR-10 kernel regression, all families (+ permuted-label control)")
     input:
         CIFAR10_ARCHIVE_INPUT,
         expand(f"{R}/hron2020/H4_kernel_shards/shard_{{shard}}.json", shard=range(H4_SHARDS)),
@@ -128,6 +134,8 @@ register_claim("H4", "hron2020", [rules.H4_hron2020_cifar10_kernels.output.resul
 # ---- H5: finite attention networks (flax + optax) ---------------------------------------------
 rule H5_hron2020_finite_attention:
     """Train softmax/ReLU/identity attention x LayerNorm placements, several seeds (ntkrepro.hron2020.finite_nets.run_h5)."""
+    message:
+        job_message("H5", "finite attention nets on CIFAR-10 (+ permuted-label control)")
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:
@@ -166,6 +174,8 @@ register_claim("H5", "hron2020", [rules.H5_hron2020_finite_attention.output.resu
 rule H4_hron2020_kernel_throughput:
     """Pairs/s and FLOP/s of the GAP / Struct kernels, neural-tangents and the fast backend, vs this
     machine's matmul FLOP/s (ntkrepro.hron2020.benchmark)."""
+    message:
+        job_message("benchmark", "H4 kernel throughput, both backends")
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:

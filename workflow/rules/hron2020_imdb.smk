@@ -21,6 +21,8 @@ H6_DATA = ([H6_IMDB["archive"]] if H6_IMDB.get("archive") else []) + (
 
 rule H6_hron2020_imdb:
     """IMDb + GloVe NNGP/NTK regression for GAP-only, GAP-FCN, CNN-GAP, Struct (ntkrepro.hron2020.imdb.run_h6)."""
+    message:
+        job_message("H6", "IMDb kernel regression, all families (+ permuted-label control)")
     input:
         H6_DATA,
     output:
@@ -58,6 +60,8 @@ register_claim("H6", "hron2020", [rules.H6_hron2020_imdb.output.results], ["hron
 
 rule H6_hron2020_imdb_kernel_throughput:
     """Struct (1 attention layer) kernel pairs/s at the paper's length 500 on real reviews."""
+    message:
+        job_message("benchmark", "H6 IMDb kernel throughput")
     input:
         H6_DATA,
     output:
