@@ -65,6 +65,8 @@ include: "workflow/rules/benchmarks.smk"
 
 
 rule all:
+    message:
+        job_message("all", f"{len(CLAIMS)} ledger entries, {len(FIGURES)} figures, the report")
     default_target: True
     input:
         ledger_targets(),
