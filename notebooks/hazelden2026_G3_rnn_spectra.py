@@ -29,7 +29,7 @@ import numpy as np
 from ntkrepro.plotting import interval_text, load_claim_inputs, save_figure
 
 (res,), ev = load_claim_inputs(results, evaluation)
-G3_LOW_RANK_FRAC = ev["figure_data"]["low_rank_frac"]
+LOW_RANK_RATIO, REF_SCALE = ev["figure_data"]["low_rank_ratio"], ev["figure_data"]["ref_scale"]
 runs = res["runs"]
 models = sorted({u["model"] for u in runs})
 scales = sorted({u["scale"] for u in runs})
@@ -66,7 +66,10 @@ for row, m in enumerate(models):
         frac = np.array([[u[key] / u[dim] for u in runs if u["model"] == m and u["scale"] == g] for g in scales])
         ax.errorbar(scales, frac.mean(1), yerr=[frac.mean(1) - frac.min(1), frac.max(1) - frac.mean(1)], fmt=mk,
                     capsize=2, label=lab)
-    ax.axhline(G3_LOW_RANK_FRAC, color="k", ls=":", lw=1, label="low-rank threshold (full)")
+    ref = [u["pr_full"] / u["dim_full"] for u in runs if u["model"] == m and u["scale"] == REF_SCALE]
+    if ref:
+        ax.axhline(LOW_RANK_RATIO * float(np.exp(np.mean(np.log(ref)))), color="k", ls=":", lw=1,
+                   label=f"low rank: {LOW_RANK_RATIO:g} x PR at g={REF_SCALE:g} (full)")
     ax.set(xscale="log", yscale="log", xlabel="initial scale g", ylabel="participation ratio / dimension",
            title=f"{m.upper()}: effective dimension at init")
     ax.legend(fontsize=6)
@@ -91,7 +94,7 @@ for m in models:
     ax.scatter([], [], marker=markers.get(m, "x"), color="0.4", label=m.upper())
 rho, pooled = ev["measured"]["spearman_pr_vs_loss_ratio_within_model"], ev["measured"]["spearman_pr_vs_loss_ratio_pooled"]
 ax.set(xscale="log", yscale="log", xlabel="GeNTK participation ratio / N at init", ylabel="final / initial loss",
-       title=(f"all runs (colour = g; red edge at the top = diverged, excluded): within-model Spearman "
+       title=(f"all runs (colour = g; red edge at the top = diverged, excluded): within-model Spearman over distinct runs "
               f"{interval_text(rho)} (judged); pooled {interval_text(pooled)}"))
 ax.legend(fontsize=7)
 ax = fig.add_subplot(gs[len(models), 2])

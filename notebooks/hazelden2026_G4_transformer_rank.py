@@ -42,8 +42,15 @@ ax = axes[0]
 ex, et, eo = (table(res["rows"], k, "k", dims) for k in ("pr_input", "pr_time", "pr_out"))
 ax.errorbar(ex.mean(1), et.mean(1), xerr=[ex.mean(1) - ex.min(1), ex.max(1) - ex.mean(1)],
             yerr=[et.mean(1) - et.min(1), et.max(1) - et.mean(1)], fmt="o-", capsize=3,
-            label="internal-state GeNTK, rank-k inputs (judged)")
+            label="post-GELU MLP features' GeNTK, rank-k inputs (judged)")
 ax.plot(ex.mean(1), eo.mean(1), "o:", color="C1", alpha=0.7, label="output-state GeNTK (reported)")
+if all("pr_internal" in u for u in res["rows"]):
+    ax.plot(ex.mean(1), table(res["rows"], "pr_internal", "k", dims).mean(1), "s:", color="C4", alpha=0.7,
+            label="mean of all site variables (criterion v2's state, reported)")
+ctl = (res.get("controls") or {}).get("full_rank_internal")
+if ctl:
+    cx, ct = (table(ctl["rows"], k, "k", dims) for k in ("pr_input", "pr_time"))
+    ax.plot(cx.mean(1), ct.mean(1), "x-", color="C3", label="negative control: full-rank internal map")
 for k, a, b in zip(dims, ex.mean(1), et.mean(1)):
     ax.annotate(f"k={k}", (a, b), fontsize=6, xytext=(3, -8), textcoords="offset points")
 allx = [ex]
@@ -68,7 +75,7 @@ for i, k in enumerate(dims):
     ax.plot(np.arange(1, spec.size + 1), spec / spec[0], color=plt.get_cmap("viridis")(i / max(1, len(dims) - 1)),
             label=f"k={k}")
 ax.set(yscale="log", ylim=(1e-10, 2), xlabel="index", ylabel="eigenvalue / largest",
-       title="internal-state temporal GeNTK spectrum (first seed)")
+       title="judged state's temporal GeNTK spectrum (first seed)")
 ax.legend(fontsize=6, ncol=2)
 e, rho = M["max_excess_over_bound"], M["spearman_prX_prTime"]
 fig.suptitle(f"G4: GeNTK temporal effective dimension vs input (T={res['params']['seq_len']}, batch "

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ntkrepro.hazelden2026 import claims
-from ntkrepro.ledger import Verdict, get_claim, make_entry
+from ntkrepro.ledger import Verdict, get_claim, make_entry, make_evaluation
 from ntkrepro.stats import participation_ratio, spearman, stratified_spearman_ci
 
 KINDS1 = ["embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"]
@@ -58,22 +58,42 @@ def test_g2_four_directions_and_weights_label():
     assert ev.verdict is Verdict.INCONCLUSIVE and ev.power
 
 
+def _prov(res):
+    for r in res.values():
+        r["provenance"] = {}
+    return res
+
+
+@pytest.mark.parametrize("claim, fake", [("G1", g1), ("G2", g2)])
+def test_g1_g2_row_permuted_control_judged_by_the_criterion(claim, fake):
+    """The row-permuted core is judged by the same criterion: rejected (not_reproduced) when the wrong core's error
+    exceeds the tolerances; a wrong core that looks right (error below the tolerance) is not rejected and caps
+    the claim at inconclusive."""
+    e = make_evaluation(claim, _prov(fake()), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "row_permuted_variables" and c["verdict"] == "not_reproduced" and c["rejected"]
+    assert e["verdict"] == "reproduced"
+    e = make_evaluation(claim, _prov(fake(control=1e-12)), scale="default")
+    assert not e["controls"][0]["rejected"] and e["verdict"] == "inconclusive"
+
+
 # ------------------------------------------------------------------------------------------ G3
 SCALES = [1e-3, 1e-2, 1e-1, 0.5, 1.0, 3.0]
 
 
-def g3(pr_frac, loss_ratio, models=("rnn", "gru"), scales=SCALES, seeds=3, noise=0.0, diverged=(), dim=1000,
-       rng_seed=0, model_shift=None):
-    """Runs with PR/N = pr_frac(scale_index) and loss ratio = loss_ratio(scale_index) (+ noise);
-    ``model_shift[m] = (PR/N factor, loss-ratio offset)`` shifts a whole model."""
+def g3(pr_frac, loss_ratio, models=("rnn", "gru"), scales=SCALES, seeds=5, noise=0.0, diverged=(), dim=1000,
+       rng_seed=0, model_shift=None, seed_noise=0.0):
+    """Runs with PR/N = pr_frac(scale_index) and loss ratio = loss_ratio(scale_index) (+ noise per run, + a
+    seed-level offset of sd ``seed_noise``); ``model_shift[m] = (PR/N factor, loss-ratio offset)`` shifts a model."""
     rng = np.random.default_rng(rng_seed)
+    seed_off = {s: seed_noise * rng.standard_normal() for s in range(seeds)}
     runs = []
     for m in models:
         for i, g in enumerate(scales):
             for s in range(seeds):
                 fac, off = (model_shift or {}).get(m, (1.0, 0.0))
                 f = float(np.clip(fac * pr_frac(i) * (1 + 0.01 * rng.standard_normal()), 1e-4, 1))
-                lr = float(off + loss_ratio(i) + noise * rng.standard_normal())
+                lr = float(off + loss_ratio(i) + noise * rng.standard_normal() + seed_off[s])
                 runs.append({"model": m, "scale": g, "seed": s, "pr_full": f * dim, "dim_full": dim,
                              "er_full": 2 * f * dim, "pr_space": 5.0, "dim_space": 64, "pr_time": 3.0, "dim_time": 20,
                              "loss_initial": 1.0, "loss_final": lr, "loss_ratio": lr,
@@ -86,7 +106,9 @@ def test_g3_reproduces_low_rank_init_learns_worse():
     ev = claims.evaluate_g3(res, "default")
     assert ev.verdict is Verdict.REPRODUCED, ev.reason
     assert ev.measured["spearman_pr_vs_loss_ratio_within_model"].high <= 0
+    assert ev.measured["lowest_pr_ratio_to_g1"].high <= 0.5     # g=1e-3: PR 1/5 of g=1's
     assert ev.parts["a_low_rank"].value == "holds" and not ev.power
+    assert ev.measured["n_distinct_points"] == 60
 
 
 def test_g3_refutes_when_low_rank_learns_better_or_nothing_is_low_rank():
@@ -94,7 +116,7 @@ def test_g3_refutes_when_low_rank_learns_better_or_nothing_is_low_rank():
     ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.2 + 0.12 * i, noise=0.02),
                             "default")
     assert ev.verdict is Verdict.NOT_REPRODUCED and ev.measured["spearman_pr_vs_loss_ratio_within_model"].low > 0
-    # no initialisation low-rank with precision (all PR/N ~ 0.5, tight over seeds)
+    # no initialisation low-rank relative to g = 1 (all PR within 20% of g=1's, tight over seeds)
     ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.5 + 0.05 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02),
                             "default")
     assert ev.verdict is Verdict.NOT_REPRODUCED and ev.parts["a_low_rank"].value == "refuted"
@@ -111,24 +133,81 @@ def test_g3_between_model_confound_does_not_pass():
     assert ev.verdict is Verdict.NOT_REPRODUCED
 
 
+def test_g3_uniformly_low_pr_is_not_low_rank():
+    """Issue 21: every GRU configuration had PR/N 0.056-0.079, below criterion v4's absolute 0.1, so (a) could not
+    fail. Relative to g = 1 a uniformly low PR is not a low-rank initialisation: (a) is refuted."""
+    res = g3(pr_frac=lambda i: 0.06 + 0.004 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02, models=("gru",))
+    ev = claims.evaluate_g3(res, "default")
+    assert all(v < 0.1 for v in ev.measured["pr_fraction_mean"].values())       # v4's (a) would hold
+    assert ev.parts["a_low_rank"].value == "refuted" and ev.verdict is Verdict.NOT_REPRODUCED
+
+
+def test_g3_duplicate_scales_are_one_point():
+    """Issue 21 "Done when": scales that give the same run (same PR and loss ratio) count once. Five seeds of three
+    distinct runs with a seed-level loss offset leave the association undecided; adding five more small scales that
+    repeat the smallest-scale run changes nothing, while a bootstrap over runs (criterion v4) declares it."""
+    kw = dict(pr_frac=lambda i: [0.01, 0.05, 0.25][i], loss_ratio=lambda i: [0.55, 0.5, 0.45][i], noise=0.05,
+              seed_noise=0.3, rng_seed=2)
+    base = g3(scales=[0.1, 1.0, 3.0], **kw)
+    runs = base["G3_rnn_spectra"]["runs"]
+    dup = copy.deepcopy(base)
+    for u in runs:
+        if u["scale"] == 0.1:
+            dup["G3_rnn_spectra"]["runs"] += [{**u, "scale": g} for g in (1e-3, 3e-3, 1e-2, 3e-2, 5e-2)]
+    ev0, ev1 = claims.evaluate_g3(base, "default"), claims.evaluate_g3(dup, "default")
+    assert ev0.measured["n_distinct_points"] == ev1.measured["n_distinct_points"] == 30
+    assert ev1.measured["n_runs"] == 80
+    iv0, iv1 = (e.measured["spearman_pr_vs_loss_ratio_within_model"] for e in (ev0, ev1))
+    assert (iv1.value, iv1.low, iv1.high) == (iv0.value, iv0.low, iv0.high)
+    assert ev1.parts["b_rank_vs_learning"].value == "undecided" and ev1.verdict is Verdict.INCONCLUSIVE
+    # criterion v4's test of the same runs (every run a point, bootstrap over runs) says the association holds
+    ok = dup["G3_rnn_spectra"]["runs"]
+    old = stratified_spearman_ci([u["pr_full"] for u in ok], [u["loss_ratio"] for u in ok], [u["model"] for u in ok],
+                                 n_boot=500, seed=0, min_size=4)
+    assert old.high <= 0 < iv1.high
+
+
+def test_g3_too_few_seeds_or_no_reference_scale_is_undecided():
+    res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02, seeds=4)
+    ev = claims.evaluate_g3(res, "default")
+    assert ev.parts["b_rank_vs_learning"].value == "undecided" and ev.verdict is Verdict.INCONCLUSIVE
+    assert any("4 seeds (>= 5 needed)" in p.text() for p in ev.power)
+    res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02,
+             scales=[1e-3, 1e-2, 1e-1, 0.5, 3.0])
+    ev = claims.evaluate_g3(res, "default")
+    assert ev.parts["a_low_rank"].value == "undecided" and any("reference scale" in p.text() for p in ev.power)
+
+
+def test_g3_equal_ranks_control_is_rejected():
+    res = _prov(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02))
+    e = make_evaluation("G3", res, scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "equal_ranks" and c["verdict"] == "not_reproduced" and c["parts"]["a_low_rank"] == "refuted"
+    assert e["verdict"] == "reproduced"
+    ctl = claims.control_g3_equal_ranks(res)["G3_rnn_spectra"]["runs"]
+    ref = {(u["model"], u["seed"]): u["pr_full"] for u in ctl if u["scale"] == 1.0}
+    assert all(u["pr_full"] == ref[(u["model"], u["seed"])] for u in ctl)
+
+
 def test_g3_inconclusive_when_more_than_a_third_diverge():
-    div = {(m, g, s) for m in ("rnn", "gru") for g in SCALES[3:] for s in range(3)}  # half of the runs
+    div = {(m, g, s) for m in ("rnn", "gru") for g in SCALES[3:] for s in range(5)}  # half of the runs
     ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i,
                                noise=0.02, diverged=div), "default")
     assert ev.verdict is Verdict.INCONCLUSIVE
     assert any("diverged" in p.text() for p in ev.power)
-    assert len(ev.measured["diverged"]) == 18
+    assert len(ev.measured["diverged"]) == 30
 
 
 def test_g3_underpowered_wide_interval_is_inconclusive():
-    # few runs, weak noisy association: the interval straddles 0 -> inconclusive with a power line
+    # weak noisy association: the seed-bootstrap interval straddles 0 -> inconclusive with a power line in seeds
     ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.6 - 0.02 * i, noise=0.3,
-                               scales=SCALES[:3], seeds=2, rng_seed=3), "default")
+                               rng_seed=3), "default")
     iv = ev.measured["spearman_pr_vs_loss_ratio_within_model"]
     assert ev.verdict is Verdict.INCONCLUSIVE and iv.low < 0 < iv.high
-    assert any("Spearman" in p.text() and "non-diverged runs" in p.text() for p in ev.power)
+    assert any("Spearman" in p.text() and "seeds" in p.text() for p in ev.power)
     # a single seed per initialisation cannot establish "low rank" with precision
-    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.09, loss_ratio=lambda i: 0.9 - 0.12 * i, seeds=1), "default")
+    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, seeds=1),
+                            "default")
     assert ev.parts["a_low_rank"].value == "undecided" and ev.verdict is Verdict.INCONCLUSIVE and ev.power
 
 
@@ -136,19 +215,28 @@ def test_g3_underpowered_wide_interval_is_inconclusive():
 DIMS = [1, 2, 4, 8, 16, 32]
 
 
-def g4(pr_time, seeds=8, noise=0.0, check=1e-15, rng_seed=0):
-    rng = np.random.default_rng(rng_seed)
+def _g4_rows(pr_time, seeds, noise, rng, reported=True):
     rows = []
     for s in range(seeds):
         for k in DIMS:
             prx = 0.8 * k * (1 + 0.02 * rng.standard_normal())
             prt = float(pr_time(prx) + noise * rng.standard_normal())
             rows.append({"seed": s, "k": k, "pr_input": prx, "er_input": prx, "pr_time": prt, "er_time": prt,
-                         "pr_out": prt, "er_out": prt, "spectrum_time": [1.0]})
-    return {"G4_transformer_rank": {"rows": rows, "input_dims": DIMS, "fourier_rows": [], "fourier_modes": [],
+                         "spectrum_time": [1.0]}
+                        | ({"pr_out": prt, "er_out": prt, "pr_internal": prx + 0.1, "er_internal": prx} if reported else {}))
+    return rows
+
+
+def g4(pr_time, seeds=8, noise=0.0, check=1e-15, rng_seed=0, control=lambda x: 40.0, state="mlp_hidden"):
+    """Rows with PR_time = pr_time(PR_x) (+ noise); the full-rank control's rows follow ``control``."""
+    rng = np.random.default_rng(rng_seed)
+    common = {"input_dims": DIMS, "fourier_rows": [], "fourier_modes": [], "state": state,
+              "state_core_vs_autodiff_rel_error": check, "params": {"layernorm": False}}
+    return {"G4_transformer_rank": {**common, "rows": _g4_rows(pr_time, seeds, noise, rng),
                                     "internal_core_vs_autodiff_rel_error": check,
                                     "output_core_vs_autodiff_rel_error": check,
-                                    "params": {"layernorm": False}}}
+                                    "controls": {"full_rank_internal": {
+                                        **common, "rows": _g4_rows(control, seeds, noise, rng, reported=False)}}}}
 
 
 def test_g4_four_directions():
@@ -167,6 +255,20 @@ def test_g4_four_directions():
     # too few seeds to trust a bootstrap: undecided even if the point estimates look good
     ev = claims.evaluate_g4(g4(lambda x: 0.9 * x + 0.5, seeds=2), "default")
     assert ev.verdict is Verdict.INCONCLUSIVE and "seeds < 5" in ev.power[0].text()
+
+
+def test_g4_full_rank_control_judged_by_the_criterion():
+    """The full-rank internal map must break the bound (control rejected). A measured state whose GeNTK tracks
+    the input's rank whatever the internal map (an affine image of x: the control gives the same numbers) is
+    not rejected, and the claim is capped at inconclusive (issue 21: G4 held nearly by construction)."""
+    e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05)), scale="default")
+    (c,) = e["controls"]
+    assert c["name"] == "full_rank_internal" and c["verdict"] == "not_reproduced" and c["parts"]["a_bound"] == "refuted"
+    assert e["verdict"] == "reproduced" and e["measured"]["pr_internal_mean"]
+    e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05, control=lambda x: 0.9 * x + 0.5)),
+                        scale="default")
+    assert e["criterion_verdict"] == "reproduced" and not e["controls"][0]["rejected"]
+    assert e["verdict"] == "inconclusive" and "full_rank_internal" in e["reason"]
 
 
 def test_g4_no_trend_is_not_a_pass():
@@ -215,16 +317,16 @@ def test_ledger_entries_carry_amendments_and_source():
     entry = make_entry("G1", res, scale="smoke")
     assert entry["verdict"] == "reproduced" and entry["measured"]["max_rel_error_float64"] == 1e-17
     g3spec = get_claim("G3")
-    assert g3spec.version == 4 and len(g3spec.amendments) == 3
+    assert g3spec.version == 5 and len(g3spec.amendments) == 4 and "g = 1" in g3spec.criterion
     assert "0.05" in g3spec.amendments[0].change and "diverge" in g3spec.amendments[0].why
     assert "some RNN initializations" in g3spec.statement
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
     res["G3_rnn_spectra"]["provenance"] = {}
     entry = make_entry("G3", res, scale="default")
-    assert entry["criterion_version"] == 4 and len(entry["amendments"]) == 3
+    assert entry["criterion_version"] == 5 and len(entry["amendments"]) == 4
     assert all(a["previous"] for a in entry["amendments"])
     g4spec = get_claim("G4")
-    assert "kpflow" in g4spec.statement and g4spec.version == 2
+    assert "kpflow" in g4spec.statement and g4spec.version == 3 and "post-nonlinearity" in g4spec.criterion
     assert g4spec.statement.endswith(f"Source: {claims.G4_SOURCE}.")   # the source the entries name
     res = g4(lambda x: 2 * x + 3, seeds=2)
     res["G4_transformer_rank"]["provenance"] = {}

@@ -249,3 +249,28 @@ def test_fourier_inputs_rank_and_g4_family():
              input_dims=[1, 3, 6], fourier_modes=[1, 2], n_seeds=1, seed=0)
     res = transformer.run_g4(p, Ctx())
     assert [r["modes"] for r in res["fourier_rows"]] == [1, 2]
+
+
+def test_g4_full_rank_control_sees_a_nonlinear_state_not_an_affine_one():
+    """Issue 21 (G4 held nearly by construction): the full-rank internal map (a fixed random code per time step)
+    lifts the temporal rank of the post-GELU features above the bound, so the criterion rejects the control; the
+    feature mean of an affine image of x (block 0's query input without LayerNorm) has the input's rank whatever
+    the code, so its control is not rejected and the claim is capped at inconclusive."""
+    from ntkrepro.ledger import make_evaluation
+    p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=16, n_layers=1, seq_len=10, batch=2, d_out=1,
+             input_dims=[1, 2, 4], n_seeds=5, seed=0, layernorm=False)
+    ev = {}
+    for state in ("embedding", "mlp_hidden"):
+        r = transformer.run_g4({**p, "state": state}, Ctx())
+        ctl = r["controls"]["full_rank_internal"]
+        assert ctl["state_core_vs_autodiff_rel_error"] < 1e-12 and r["state_core_vs_autodiff_rel_error"] < 1e-12
+        ev[state] = make_evaluation("G4", {"G4_transformer_rank": {**r, "params": p, "provenance": {}}}, scale="smoke")
+    aff = ev["embedding"]
+    assert aff["criterion_verdict"] == "reproduced" and not aff["controls"][0]["rejected"]
+    assert aff["verdict"] == "inconclusive"
+    assert ev["mlp_hidden"]["controls"][0]["verdict"] == "not_reproduced"
+    # the code is a buffer, not a parameter: the weights of the control model are those of the real one
+    m0 = transformer.build(p, torch.float64, 3)
+    m1 = transformer.build(p, torch.float64, 3, transformer.full_rank_code(10, 8, 1))
+    assert all(torch.equal(a, b) for a, b in zip(m0.parameters(), m1.parameters()))
+    assert len(list(m0.parameters())) == len(list(m1.parameters()))

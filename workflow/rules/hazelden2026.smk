@@ -111,9 +111,10 @@ register_figure(
         "initial scale g of the recurrent weights (several seeds). Left: GeNTK eigenvalue spectra at "
         "initialisation (first seed). Middle: participation ratio of the GeNTK over its dimension "
         "(seed mean and range) against g, with kpflow's partial-averaged spatial and temporal "
-        "operators and the pre-registered low-rank threshold 0.1. Right: training loss over the initial "
-        "loss (first seed). Bottom: initial participation ratio against the loss ratio after training, "
-        "every run, with the Spearman correlation and its 95% interval."
+        "operators and the pre-registered low-rank level (half the participation ratio at g = 1). Right: "
+        "training loss over the initial loss (first seed). Bottom: initial participation ratio against the "
+        "loss ratio after training, every run, with the within-model Spearman correlation over distinct "
+        "runs and its 95% interval (bootstrap over seeds)."
     ),
 )
 register_claim("G3", "hazelden2026", [rules.G3_hazelden2026_rnn_spectra.output.results],
@@ -149,11 +150,12 @@ register_figure(
     caption=(
         "G4 (Hazelden et al. 2026; claim taken from the authors' library example kpflow "
         "examples/transformer_validation): participation ratio of the self-attention transformer's "
-        "GeNTK on its internal states (all weight-site variables, partial-averaged over features as in "
-        "kpflow; assembled from forward-pass Kronecker cores) against the input's effective dimension "
-        "(participation ratio of the centred input covariance), for rank-k inputs (judged; seed mean "
-        "and range) and Fourier-feature inputs (reported); the output-state GeNTK is shown dashed; the "
-        "dashed black line is the pre-registered bound 1.25 PR(x) + 1. Right: temporal spectra (first seed)."
+        "GeNTK on the MLP's post-GELU features (partial-averaged over features as in kpflow; assembled "
+        "from forward-pass Kronecker cores) against the input's effective dimension (participation ratio "
+        "of the centred input covariance), for rank-k inputs (judged; seed mean and range) and "
+        "Fourier-feature inputs (reported); dotted: the output-state GeNTK and the mean of all weight-site "
+        "variables (kpflow's state, reported); crosses: the negative control (a full-rank internal map); "
+        "the dashed black line is the pre-registered bound 1.25 PR(x) + 1. Right: temporal spectra (first seed)."
     ),
 )
 register_claim("G4", "hazelden2026", [rules.G4_hazelden2026_transformer_rank.output.results],

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
-from ntkrepro.ledger import Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register, verdict_of
+from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register, register_control,
+                             stored_control, verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
-                            spearman_ci, stratified_spearman_ci)
+                            spearman_ci)
 
 PAPER = "hazelden2026"
 
@@ -31,14 +32,18 @@ G1_SETTING = {"d_model": 64, "n_heads": 1, "d_mlp": 128, "n_layers": 3, "seq_len
 G1_KINDS = {"embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"}
 G2_KINDS = {"attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"}
 
-#: G3 thresholds (criterion version 4).
-G3_LOW_RANK_FRAC = 0.1      # PR(Theta_h) / N <= this (upper end of the seed interval): low-rank
+#: G3 thresholds (criterion version 5).
+G3_REF_SCALE = 1.0          # reference initialisation: recurrent weights N(0, 1/H), the classical critical scale
+G3_LOW_RANK_RATIO = 0.5     # low rank: PR(g) at most half the PR at g = 1 (upper end of the seed interval)
+G3_SAME_RUN_RTOL = 0.01     # runs whose PR and loss ratio agree within 1% are one point (the same network)
 G3_MAX_DIVERGED = 1 / 3     # more diverged runs than this share: inconclusive
-G3_MIN_RUNS = 10            # fewer non-diverged runs: the correlation's bootstrap is not trusted (undecided)
-G3_MIN_PER_MODEL = 4        # a model with fewer non-diverged runs is left out of the within-model correlation
+G3_MIN_SEEDS = 5            # fewer seeds: the bootstrap over seeds is not trusted (undecided)
+G3_MIN_RUNS = 10            # fewer distinct non-diverged runs: the correlation is not trusted (undecided)
+G3_MIN_PER_MODEL = 4        # a model with fewer distinct runs is left out of the within-model correlation
 G3_N_BOOT = 2000
 
-#: G4 thresholds (criterion version 2).
+#: G4 thresholds (criterion version 3).
+G4_STATE = "mlp_hidden"                    # the judged state: feature-mean of the MLPs' post-GELU features
 G4_SLACK_MULT, G4_SLACK_ADD = 1.25, 1.0   # bounded: PR_time <= 1.25 PR(x) + 1
 G4_CHECK_TOL = 1e-8                        # core-assembled GeNTK vs autodiff (validity)
 G4_MIN_SEEDS = 5                           # fewer seeds: the bootstrap over seeds is not trusted (undecided)
@@ -159,6 +164,32 @@ def evaluate_g2(results: Results, scale: str) -> Evaluation:
                       figure={"kinds": sorted(G2_KINDS), "tolerance": TOL["float32"]})
 
 
+def _permuted_sites(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each site with its core replaced by the core from row-permuted site variables: the error of that wrong
+    core against the autodiff core (``control_rel_error``, computed by the compute rule) becomes its error."""
+    return [{**s, "rel_error": s["control_rel_error"]} for s in sites]
+
+
+@register_control("G1", "row_permuted_variables")
+def control_g1_row_permuted(results: Results) -> Results:
+    """G1 with every site's forward-pass core built from row-permuted weight-site variables (the wrong core the
+    compute rule compares with autodiff beside the real one); same layout, judged by :func:`evaluate_g1`."""
+    out: dict[str, Any] = {}
+    for stem, r in results.items():
+        if stem.startswith("G1_"):
+            r = {**r, "dtypes": {d: {**v, "sites": _permuted_sites(v["sites"])} for d, v in r["dtypes"].items()}}
+        out[stem] = r
+    return out
+
+
+@register_control("G2", "row_permuted_variables")
+def control_g2_row_permuted(results: Results) -> Results:
+    """G2 with every site's forward-pass core built from row-permuted weight-site variables; judged by
+    :func:`evaluate_g2`."""
+    return {stem: ({**r, "sites": _permuted_sites(r["sites"])} if stem.startswith("G2_") else r)
+            for stem, r in results.items()}
+
+
 # ---------------------------------------------------------------------------------------------
 def _mean_t_interval(values: list[float] | np.ndarray, level: float = 0.95) -> Interval:
     r"""Mean over seeds with the Student-t interval :math:`\bar v \pm t_{n-1}\, s/\sqrt n` (infinite for n < 2)."""
@@ -174,36 +205,117 @@ def _key(u: dict[str, Any]) -> str:
     return f"{u['model']}_s{u['scale']:.3g}"
 
 
+def _distinct_points(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    r"""One point per distinct run (criterion version 5): within each (model, seed), the runs in increasing
+    initial scale; a run whose participation ratio and loss ratio both lie within :data:`G3_SAME_RUN_RTOL`
+    (relative) of those of the current point's first run is the same point (small scales, where the recurrent
+    weights are negligible, give the same network); a point is represented by its first (smallest-scale) run
+    and lists the scales it covers."""
+    points = []
+    for m, s in sorted({(u["model"], u["seed"]) for u in runs}):
+        cur = None
+        for u in sorted((u for u in runs if u["model"] == m and u["seed"] == s), key=lambda u: u["scale"]):
+            same = cur is not None and all(abs(u[k] - cur[k]) <= G3_SAME_RUN_RTOL * abs(cur[k])
+                                           for k in ("pr_full", "loss_ratio"))
+            if same:
+                cur["scales"].append(u["scale"])
+            else:
+                cur = {"model": m, "seed": s, "scale": u["scale"], "scales": [u["scale"]],
+                       "pr_full": u["pr_full"], "loss_ratio": u["loss_ratio"]}
+                points.append(cur)
+    return points
+
+
+def _spearman_fast(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman correlation (Pearson correlation of average ranks, as ``scipy.stats.spearmanr``; 0.0 if either
+    input is constant, as :func:`ntkrepro.stats.spearman`) without scipy's per-call overhead (bootstrap loops)."""
+    rx, ry = _st.rankdata(x), _st.rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    den = float(np.sqrt((rx @ rx) * (ry @ ry)))
+    return float(rx @ ry / den) if den > 0 else 0.0
+
+
+def _within_model_spearman(points: list[dict[str, Any]], models: list[str]) -> float:
+    """Mean over ``models`` of the Spearman correlation between initial PR and loss ratio of their points
+    (a model with fewer than 3 points in ``points`` is left out; NaN if none is left)."""
+    rhos = []
+    for m in models:
+        pm = [p for p in points if p["model"] == m]
+        if len(pm) >= 3:
+            rhos.append(_spearman_fast(np.array([p["pr_full"] for p in pm]), np.array([p["loss_ratio"] for p in pm])))
+    return float(np.mean(rhos)) if rhos else float("nan")
+
+
+def _seed_bootstrap_spearman(points: list[dict[str, Any]], models: list[str], n_boot: int, seed: int = 0) -> Interval:
+    """:func:`_within_model_spearman` with a 95% percentile bootstrap that resamples seeds (every point of a
+    drawn seed, of every model, enters together: the runs of one seed share its data and weight draw)."""
+    seeds = sorted({p["seed"] for p in points})
+    value = _within_model_spearman(points, models)
+    if len(seeds) < 2:
+        return Interval(value, -1.0, 1.0, 0.95, "single seed: no interval")
+    by_seed = {s: [p for p in points if p["seed"] == s] for s in seeds}
+    rng = np.random.default_rng(seed)
+    stats = []
+    for _ in range(n_boot):
+        draw = rng.choice(len(seeds), len(seeds), replace=True)
+        v = _within_model_spearman([p for i in draw for p in by_seed[seeds[i]]], models)
+        if np.isfinite(v):
+            stats.append(v)
+    if not stats:
+        return Interval(value, -1.0, 1.0, 0.95, "no resample with enough points")
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return Interval(value, float(lo), float(hi), 0.95,
+                    f"mean within-model Spearman over distinct runs, percentile bootstrap over {len(seeds)} seeds")
+
+
 @register(load_claim_spec(PAPER, "G3"))
 def evaluate_g3(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "G3_")
     runs = r["runs"]
     n_runs = len(runs)
     seeds = sorted({u["seed"] for u in runs})
+    models = sorted({u["model"] for u in runs})
     configs = sorted({(u["model"], u["scale"]) for u in runs})
-    # (a) low rank, per (model, scale), interval over seeds
-    level = 1 - 0.05 / len(configs)  # Bonferroni: "at least one of the configs" is a search over configs
-    frac_iv = {(m, g): _mean_t_interval([u["pr_full"] / u["dim_full"] for u in runs
-                                         if u["model"] == m and u["scale"] == g], level) for m, g in configs}
-    st_low = {c: at_most(iv, G3_LOW_RANK_FRAC) for c, iv in frac_iv.items()}
+    pr = {(u["model"], u["scale"], u["seed"]): u["pr_full"] for u in runs}
+    # (a) low rank relative to the reference scale g = 1, paired by seed, interval over seeds
+    targets = [(m, g) for m, g in configs if g != G3_REF_SCALE]
+    has_ref = {m: any(g == G3_REF_SCALE for mm, g in configs if mm == m) for m in models}
+    level = 1 - 0.05 / max(1, len(targets))  # Bonferroni: "at least one initialisation" is a search over them
+    log_ratio: dict[tuple[str, float], Interval] = {}
+    for m, g in targets:
+        if not has_ref[m]:
+            continue
+        v = [np.log(pr[(m, g, s)] / pr[(m, G3_REF_SCALE, s)]) for s in seeds
+             if (m, g, s) in pr and (m, G3_REF_SCALE, s) in pr]
+        if v:
+            log_ratio[(m, g)] = _mean_t_interval(v, level)
+    bound = float(np.log(G3_LOW_RANK_RATIO))
+    st_low = {c: at_most(iv, bound) for c, iv in log_ratio.items()}
     if any(s is Status.HOLDS for s in st_low.values()):
         low_status = Status.HOLDS
-    elif all(s is Status.REFUTED for s in st_low.values()):
+    elif st_low and all(has_ref.values()) and all(s is Status.REFUTED for s in st_low.values()):
         low_status = Status.REFUTED
     else:
         low_status = Status.UNDECIDED
-    best = min(frac_iv, key=lambda c: frac_iv[c].high if np.isfinite(frac_iv[c].high) else frac_iv[c].value)
-    # (b) association over non-diverged runs
+
+    def _ratio_iv(c):
+        iv = log_ratio[c]
+        return Interval(float(np.exp(iv.value)), float(np.exp(iv.low)), float(np.exp(iv.high)), iv.level,
+                        f"PR(g)/PR(g={G3_REF_SCALE:g}), geometric mean over seeds, " + iv.method)
+
+    best = (min(log_ratio, key=lambda c: log_ratio[c].high if np.isfinite(log_ratio[c].high) else log_ratio[c].value)
+            if log_ratio else None)
+    # (b) association over the distinct non-diverged runs, bootstrap over seeds
     ok = [u for u in runs if not u["diverged"] and np.isfinite(u["loss_ratio"])]
     n_div = n_runs - len(ok)
-    pr = [u["pr_full"] for u in ok]
-    lr = [u["loss_ratio"] for u in ok]
-    models = [u["model"] for u in ok]
-    judged = [m for m in sorted(set(models)) if models.count(m) >= G3_MIN_PER_MODEL]
-    rho = (stratified_spearman_ci(pr, lr, models, n_boot=G3_N_BOOT, seed=0, min_size=G3_MIN_PER_MODEL)
-           if judged else Interval(0.0, -1.0, 1.0, 0.95, "no model with enough runs"))
-    pooled = spearman_ci(pr, lr, n_boot=G3_N_BOOT, seed=0) if len(ok) >= 3 else Interval(0.0, -1.0, 1.0)
-    corr_status = at_most(rho, 0.0) if len(ok) >= G3_MIN_RUNS and judged else Status.UNDECIDED
+    points = _distinct_points(ok)
+    judged = [m for m in models if sum(p["model"] == m for p in points) >= G3_MIN_PER_MODEL]
+    rho = (_seed_bootstrap_spearman(points, judged, G3_N_BOOT) if judged
+           else Interval(0.0, -1.0, 1.0, 0.95, "no model with enough distinct runs"))
+    pooled = (spearman_ci([p["pr_full"] for p in points], [p["loss_ratio"] for p in points], n_boot=G3_N_BOOT, seed=0)
+              if len(points) >= 3 else Interval(0.0, -1.0, 1.0))
+    enough = len(seeds) >= G3_MIN_SEEDS and len(points) >= G3_MIN_RUNS and bool(judged) and np.isfinite(rho.value)
+    corr_status = at_most(rho, 0.0) if enough else Status.UNDECIDED
     too_many_diverged = n_div > G3_MAX_DIVERGED * n_runs
     overall = combine([low_status, corr_status])
     verdict = Verdict.INCONCLUSIVE if too_many_diverged else verdict_of(overall)
@@ -214,29 +326,41 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
                                        float("inf"), note=(f"{n_div} of {n_runs} runs diverged (> 1/3): a smaller "
                                                            "learning rate, not more runs, decides this")))
         if corr_status is Status.UNDECIDED:
-            pl = power_line("within-model Spearman(initial PR, loss ratio)", rho, [0.0], size=len(ok),
-                            size_name="non-diverged runs")
+            pl = (power_line("within-model Spearman(initial PR, loss ratio)", rho, [0.0], size=len(seeds),
+                             size_name="seeds") if enough else None)
             power.append(pl if pl is not None else NotePowerLine(
-                "within-model Spearman(initial PR, loss ratio)", rho.half_width, 0.0, "non-diverged runs", float(len(ok)),
-                float(G3_MIN_RUNS), note=f"{len(ok)} non-diverged runs < {G3_MIN_RUNS}: too few to trust the interval"))
+                "within-model Spearman(initial PR, loss ratio)", rho.half_width, 0.0, "seeds", float(len(seeds)),
+                float(G3_MIN_SEEDS), note=(f"{len(seeds)} seeds (>= {G3_MIN_SEEDS} needed) and {len(points)} distinct "
+                                           f"non-diverged runs (>= {G3_MIN_RUNS} needed): too few to trust the "
+                                           "seed bootstrap")))
         if low_status is Status.UNDECIDED:
-            straddle = [c for c in frac_iv if frac_iv[c].low <= G3_LOW_RANK_FRAC < frac_iv[c].high]
-            c = min(straddle, key=lambda c: frac_iv[c].value) if straddle else best
-            pl = power_line(f"PR/N of {c[0]} at scale {c[1]:.3g}", frac_iv[c], [G3_LOW_RANK_FRAC],
-                            size=len(seeds), size_name="seeds")
-            power.append(pl if pl is not None else NotePowerLine(
-                "PR/N", 0.0, G3_LOW_RANK_FRAC, "seeds", float(len(seeds)), float("inf"),
-                note="a single seed gives no interval; >= 2 seeds per initialisation are needed"))
-    per_model = {m: spearman([u["pr_full"] for u in ok if u["model"] == m],
-                             [u["loss_ratio"] for u in ok if u["model"] == m]) for m in sorted({u["model"] for u in ok})}
+            if not all(has_ref.values()) or not log_ratio:
+                power.append(NotePowerLine("PR relative to g = 1", 0.0, bound, "runs", 0.0, float("inf"),
+                                           note=f"the sweep lacks the reference scale g = {G3_REF_SCALE:g} for "
+                                                f"{[m for m in models if not has_ref[m]]}: add it"))
+            else:
+                straddle = [c for c in log_ratio if log_ratio[c].low <= bound < log_ratio[c].high]
+                c = min(straddle, key=lambda c: log_ratio[c].value) if straddle else best
+                pl = power_line(f"log PR ratio to g=1 of {c[0]} at scale {c[1]:.3g}", log_ratio[c], [bound],
+                                size=len(seeds), size_name="seeds")
+                power.append(pl if pl is not None else NotePowerLine(
+                    "PR ratio to g = 1", 0.0, G3_LOW_RANK_RATIO, "seeds", float(len(seeds)), float("inf"),
+                    note="a single seed gives no interval; >= 2 seeds per initialisation are needed"))
+    per_model = {m: spearman([p["pr_full"] for p in points if p["model"] == m],
+                             [p["loss_ratio"] for p in points if p["model"] == m]) for m in models}
+    lowest = _ratio_iv(best) if best else Interval(float("nan"), float("nan"), float("nan"), 0.95, "no g = 1 run")
     measured: dict[str, Any] = {
         "spearman_pr_vs_loss_ratio_within_model": rho,
-        "lowest_pr_fraction": frac_iv[best],
+        "lowest_pr_ratio_to_g1": lowest,
         "spearman_pr_vs_loss_ratio_pooled": pooled,
-        "lowest_pr_fraction_config": f"{best[0]} scale {best[1]:.3g}",
-        "spearman_er_vs_loss_ratio": spearman([u["er_full"] for u in ok], lr) if ok else 0.0,
+        "lowest_pr_ratio_config": f"{best[0]} scale {best[1]:.3g}" if best else "none",
+        "pr_ratio_to_g1_mean": {f"{m}_s{g:.3g}": float(np.exp(iv.value)) for (m, g), iv in log_ratio.items()},
+        "n_distinct_points": len(points),
+        "distinct_points": {m: [[p["seed"], p["scales"]] for p in points if p["model"] == m] for m in models},
         "spearman_pr_vs_loss_ratio_per_model": per_model,
-        "pr_fraction_mean": {f"{m}_s{g:.3g}": frac_iv[(m, g)].value for m, g in configs},
+        "pr_fraction_mean": {f"{m}_s{g:.3g}": float(np.mean([u["pr_full"] / u["dim_full"] for u in runs
+                                                              if u["model"] == m and u["scale"] == g]))
+                             for m, g in configs},
         "pr_space_frac_mean": {f"{m}_s{g:.3g}": float(np.mean([u["pr_space"] / u["dim_space"] for u in runs
                                                                 if u["model"] == m and u["scale"] == g]))
                                for m, g in configs},
@@ -252,13 +376,13 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
         "init_scales": sorted({u["scale"] for u in runs}),
     }
     parts = {"a_low_rank": low_status, "b_rank_vs_learning": corr_status}
-    reason = (f"(a) low rank {low_status.value}: lowest PR/N {frac_iv[best].value:.3g} "
-              f"[{frac_iv[best].low:.3g}, {frac_iv[best].high:.3g}] ({best[0]}, scale {best[1]:.3g}; threshold "
-              f"{G3_LOW_RANK_FRAC:g}); (b) {corr_status.value}: within-model Spearman(PR, loss ratio) = {rho.value:.2f} "
-              f"[{rho.low:.2f}, {rho.high:.2f}] ("
+    a_txt = (f"lowest PR relative to g = 1: {lowest.value:.3g} [{lowest.low:.3g}, {lowest.high:.3g}] ({best[0]}, "
+             f"scale {best[1]:.3g}; threshold {G3_LOW_RANK_RATIO:g})" if best else "no g = 1 reference run")
+    reason = (f"(a) low rank {low_status.value}: {a_txt}; (b) {corr_status.value}: within-model Spearman(PR, loss "
+              f"ratio) = {rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}] ("
               + ", ".join(f"{m.upper()} {v:+.2f}" for m, v in per_model.items())
-              + f") over {len(ok)} runs; pooled {pooled.value:.2f} [{pooled.low:.2f}, {pooled.high:.2f}]; "
-              f"{n_div}/{n_runs} diverged")
+              + f") over {len(points)} distinct runs ({len(ok)} non-diverged) of {len(seeds)} seeds, bootstrap over "
+              f"seeds; pooled {pooled.value:.2f} [{pooled.low:.2f}, {pooled.high:.2f}]; {n_div}/{n_runs} diverged")
     subs = _scale_note(scale)
     subs.append("flip-flop task with full-batch GD (kpflow's sweep: noisy memory-pro, Adam lr 1e-3, fresh batches, "
                 "hidden 256)")
@@ -267,7 +391,28 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
     if r["hidden"] < 256:
         subs.append(f"hidden {r['hidden']} (kpflow 256)")
     return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts,
-                      figure={"low_rank_frac": G3_LOW_RANK_FRAC})
+                      figure={"low_rank_ratio": G3_LOW_RANK_RATIO, "ref_scale": G3_REF_SCALE})
+
+
+#: GeNTK measures of a run that the equal-ranks control copies from the reference scale.
+G3_RANK_KEYS = ("pr_full", "er_full", "pr_space", "er_space", "pr_time", "er_time", "eig_full", "eig_space",
+                "eig_time")
+
+
+@register_control("G3", "equal_ranks")
+def control_g3_equal_ranks(results: Results) -> Results:
+    """G3 with initialisations whose GeNTK ranks are all equal: every run's GeNTK spectrum and effective
+    dimensions are those of the same (model, seed) at the reference scale g = 1 (losses kept); a (model, seed)
+    without a g = 1 run keeps its own. Judged by :func:`evaluate_g3`."""
+    out: dict[str, Any] = {}
+    for stem, r in results.items():
+        if stem.startswith("G3_"):
+            ref = {(u["model"], u["seed"]): u for u in r["runs"] if u["scale"] == G3_REF_SCALE}
+            runs = [{**u, **{k: ref[(u["model"], u["seed"])][k] for k in G3_RANK_KEYS
+                             if (u["model"], u["seed"]) in ref and k in u}} for u in r["runs"]]
+            r = {**r, "runs": runs}
+        out[stem] = r
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +448,7 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
         bound_status = Status.HOLDS if all(s_ is Status.HOLDS for s_ in st_k) else Status.UNDECIDED
     worst = int(np.argmax([iv.high if np.isfinite(iv.high) else iv.value for iv in ex_iv]))
     trend_status = at_least(rho, 0.0) if enough else Status.UNDECIDED
-    check = r.get("internal_core_vs_autodiff_rel_error")
+    check = r.get("state_core_vs_autodiff_rel_error")
     valid = check is not None and check <= G4_CHECK_TOL
     verdict = verdict_of(combine([bound_status, trend_status])) if valid else Verdict.INCONCLUSIVE
     power: list[PowerLine] = []
@@ -334,12 +479,19 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
         "pr_time_mean": prt.mean(0).tolist(),
         "pr_time_over_pr_input_mean": (prt / prx).mean(0).tolist(),
         "er_time_mean": grid("er_time").mean(0).tolist(),
-        "pr_output_mean": grid("pr_out").mean(0).tolist(),
-        "internal_core_vs_autodiff_rel_error": check,
-        "output_core_vs_autodiff_rel_error": r.get("output_core_vs_autodiff_rel_error"),
+        "state": r.get("state"),
+        "state_core_vs_autodiff_rel_error": check,
         "claim_source": G4_SOURCE,
         "n_seeds": len(seeds),
     }
+    for key, name in (("pr_out", "pr_output_mean"), ("pr_internal", "pr_internal_mean")):
+        if all(key in u for u in rows):   # reported states (not computed in the control)
+            measured[name] = grid(key).mean(0).tolist()
+    if all("pr_internal" in u for u in rows):
+        measured["pr_internal_over_pr_input_mean"] = (grid("pr_internal") / prx).mean(0).tolist()
+    for key in ("internal_core_vs_autodiff_rel_error", "output_core_vs_autodiff_rel_error"):
+        if r.get(key) is not None:
+            measured[key] = r[key]
     fr = r.get("fourier_rows") or []
     if fr:
         modes = r["fourier_modes"]
@@ -356,6 +508,8 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
     p = r["params"]
     subs = _scale_note(scale)
     subs.append(f"claim source: {G4_SOURCE}")
+    if r.get("state") != G4_STATE:
+        subs.append(f"state {r.get('state')!r} measured instead of the pre-registered {G4_STATE!r}")
     subs.append("rank-k Gaussian inputs x = A z in a fixed d_in (kpflow sweeps d_input = 1..1000 of i.i.d. "
                 "Gaussian inputs); residual connections and a 2-layer GELU MLP (kpflow: no residual, 3 affine "
                 "MLP layers)")
@@ -363,3 +517,11 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
         subs.append("LayerNorm (without affine parameters) in the blocks; kpflow's example has none")
     return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts,
                       figure={"bound_mult": G4_SLACK_MULT, "bound_add": G4_SLACK_ADD})
+
+
+@register_control("G4", "full_rank_internal")
+def control_g4_full_rank(results: Results) -> Results:
+    """G4 on the same weights and inputs with a fixed random code per time step added to the embedding (stored by
+    :func:`ntkrepro.hazelden2026.transformer.run_g4`): the internal map is full rank over time whatever the input's
+    dimension. Judged by :func:`evaluate_g4`."""
+    return stored_control(results, "full_rank_internal")

@@ -80,28 +80,44 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Embedding -> ``n_layers`` blocks -> final LN -> linear readout (per time step)."""
+    """Embedding -> ``n_layers`` blocks -> final LN -> linear readout (per time step).
+
+    ``code`` (optional, shape (T_max, d_model)) is a fixed, untrained code added to the embedding at each time
+    step (a buffer, not a parameter): G4's full-rank negative control (:func:`full_rank_code`)."""
 
     def __init__(self, d_in: int, d_model: int = 64, n_heads: int = 1, d_mlp: int = 128, n_layers: int = 3,
-                 d_out: int = 1, layernorm: bool = True):
+                 d_out: int = 1, layernorm: bool = True, code: torch.Tensor | None = None):
         super().__init__()
         self.embed = nn.Linear(d_in, d_model)
         self.blocks = nn.ModuleList(Block(d_model, n_heads, d_mlp, layernorm) for _ in range(n_layers))
         self.ln_f = nn.LayerNorm(d_model, elementwise_affine=False) if layernorm else nn.Identity()
         self.readout = nn.Linear(d_model, d_out)
+        self.register_buffer("code", code)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.embed(x)
+        if self.code is not None:
+            h = h + self.code[: h.shape[1]].to(h.dtype)
         for blk in self.blocks:
             h = blk(h)
         return self.readout(self.ln_f(h))
 
 
-def build(params: dict[str, Any], dtype: torch.dtype, seed: int) -> Transformer:
-    """A transformer with PyTorch's default init, seeded, in ``dtype`` (``layernorm`` defaults to True)."""
+def full_rank_code(seq_len: int, d_model: int, seed: int) -> torch.Tensor:
+    r"""G4's negative control: a fixed random code :math:`c_t \sim \mathcal N(0, I)` per time step (float64,
+    shape (T, d_model)), of the order of the embedding's output (per-unit variance 1/3 for unit-variance inputs
+    under PyTorch's default init). Added to the embedding, it makes the map from (sample, time) points to the
+    internal states full rank over time (rank up to min(T, d_model)) whatever the input's dimension."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(seq_len, d_model, generator=g, dtype=torch.float64)
+
+
+def build(params: dict[str, Any], dtype: torch.dtype, seed: int, code: torch.Tensor | None = None) -> Transformer:
+    """A transformer with PyTorch's default init, seeded, in ``dtype`` (``layernorm`` defaults to True);
+    ``code``: :class:`Transformer`'s fixed code (the weights do not depend on it)."""
     torch.manual_seed(seed)
     model = Transformer(params["d_in"], params["d_model"], params["n_heads"], params["d_mlp"],
-                        params["n_layers"], params.get("d_out", 1), params.get("layernorm", True))
+                        params["n_layers"], params.get("d_out", 1), params.get("layernorm", True), code)
     return model.to(dtype)
 
 
@@ -133,8 +149,9 @@ def run_g1(params: dict[str, Any], ctx) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # G4: temporal effective dimension of the GeNTK vs effective dimension of the input
 
-#: States whose GeNTK :func:`gentk_states` computes.
-STATES = ("internal", "output")
+#: States whose GeNTK :func:`gentk_states` computes: ``mlp_hidden`` (judged by G4 since criterion version 3),
+#: ``internal`` (judged by version 2, reported) and ``output`` (reported).
+STATES = ("mlp_hidden", "internal", "output")
 
 
 def internal_sites(model: nn.Module) -> dict[str, nn.Linear]:
@@ -142,13 +159,26 @@ def internal_sites(model: nn.Module) -> dict[str, nn.Linear]:
     return {n: m for n, m in kr.linear_sites(model).items() if n != "embed"}
 
 
+def mlp_hidden_sites(model: nn.Module) -> list[str]:
+    """The sites whose variables are the MLPs' post-nonlinearity features GELU(W_1 LN(h) + b_1): every block's MLP out."""
+    return [n for n in kr.linear_sites(model) if n.endswith("mlp_out")]
+
+
 def _state(name: str, f: torch.Tensor, rec: dict[str, kr.SiteRecord], internal: list[str]) -> torch.Tensor:
-    r"""The state whose GeNTK is taken: the outputs ``f`` (S, T, d_out), or the feature-mean of the
-    concatenated weight-site variables, :math:`u_{s,t} = \operatorname{mean}_i V_{s,t,i}` (S, T)."""
+    r"""The state whose GeNTK is taken: the outputs ``f`` (S, T, d_out); the feature-mean of the
+    concatenated weight-site variables, :math:`u_{s,t} = \operatorname{mean}_i V_{s,t,i}` (S, T)
+    (``internal``); or the feature-mean of the MLPs' post-GELU features (``mlp_hidden``, the variables of the
+    ``mlp_out`` sites among ``internal``); or ``embedding``, the feature-mean of the first internal site's
+    variables (block 0's query input, :math:`\mathrm{LN}(W_\mathrm{emb} x + b)`; without LayerNorm an affine
+    image of the input, whose GeNTK tracks the input's rank by construction: the degenerate case of the tests)."""
     if name == "output":
         return f
     if name == "internal":
         return torch.cat([rec[n].inputs[0] for n in internal], -1).mean(-1)
+    if name == "mlp_hidden":
+        return torch.cat([rec[n].inputs[0] for n in internal if n.endswith("mlp_out")], -1).mean(-1)
+    if name == "embedding":
+        return rec[internal[0]].inputs[0].mean(-1)
     raise ValueError(f"state must be one of {STATES}, got {name!r}")
 
 
@@ -270,28 +300,57 @@ def _eigvalsh(a: np.ndarray) -> np.ndarray:
     return np.clip(torch.linalg.eigvalsh(torch.from_numpy(np.ascontiguousarray(a))).numpy(), 0, None)
 
 
-def _g4_row(model: nn.Module, x: np.ndarray, d_out: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    th = {k: v.numpy() for k, v in gentk_states(model, torch.from_numpy(x)).items()}
+def _g4_row(model: nn.Module, x: np.ndarray, d_out: int, state: str = "mlp_hidden", reported: bool = True
+            ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Effective dimensions of the input and of the temporal GeNTK of the judged ``state`` (``pr_time``,
+    ``er_time``); with ``reported`` also of the feature-mean of all weight-site variables (``pr_internal``,
+    ``er_internal``: criterion version 2's state) and of the output GeNTK partial-averaged over output units
+    (``pr_out``, ``er_out``)."""
+    states = tuple(dict.fromkeys((state, "internal", "output") if reported else (state,)))
+    th = {k: v.numpy() for k, v in gentk_states(model, torch.from_numpy(x), states).items()}
     n = x.shape[0] * x.shape[1]
-    lam_t = _eigvalsh(th["internal"])
-    out_k = th["output"].reshape(n, d_out, n, d_out).sum((1, 3)) / d_out  # partial average over output units
-    lam_o = _eigvalsh(out_k)
     pr_x, er_x = input_effdim(x)
+    lam_t = _eigvalsh(th[state])
     row = {"pr_input": pr_x, "er_input": er_x,
            "pr_time": participation_ratio(lam_t), "er_time": effective_rank(lam_t),
-           "pr_out": participation_ratio(lam_o), "er_out": effective_rank(lam_o),
            "spectrum_time": np.sort(lam_t)[::-1][:50].tolist()}
+    if reported:
+        lam_i = _eigvalsh(th["internal"])
+        row.update(pr_internal=participation_ratio(lam_i), er_internal=effective_rank(lam_i))
+    if reported:
+        out_k = th["output"].reshape(n, d_out, n, d_out).sum((1, 3)) / d_out  # partial average over output units
+        lam_o = _eigvalsh(out_k)
+        row.update(pr_out=participation_ratio(lam_o), er_out=effective_rank(lam_o))
     return row, th
 
 
+def _core_checks(model: nn.Module, x: np.ndarray, th: dict[str, np.ndarray]) -> dict[str, float]:
+    """Relative error of each core-assembled GeNTK in ``th`` against plain autodiff J J^T."""
+    out = {}
+    for state, k in th.items():
+        ref = gentk_states_autodiff(model, torch.from_numpy(x), state).numpy()
+        out[state] = float(np.linalg.norm(k - ref) / np.linalg.norm(ref))
+    return out
+
+
+#: Seed offset of the full-rank control's code (below replicates.SEED_STRIDE / 100).
+G4_CODE_SEED_OFFSET = 5000
+
+
 def run_g4(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """G4: participation ratio of the partial-averaged internal-state GeNTK vs input effective dimension.
+    """G4: participation ratio of the partial-averaged GeNTK of the MLP's post-nonlinearity features vs the
+    input's effective dimension, with the full-rank negative control.
 
     Per model seed (its own transformer draw) and input dimension ``k``: ``batch`` sequences of
     rank-``k`` inputs (:func:`low_dim_inputs`, the family the criterion judges) and the row of
-    :func:`_g4_row`; family ``fourier`` (:func:`fourier_inputs`, kpflow's other sweep) is reported
-    alongside. The core-assembled GeNTKs (internal and output state) are checked against plain
-    autodiff once, on the first (seed, k).
+    :func:`_g4_row` (judged state ``mlp_hidden``; ``internal`` and ``output`` reported); family ``fourier``
+    (:func:`fourier_inputs`, kpflow's other sweep; judged state only) is reported alongside. The core-assembled GeNTKs are checked
+    against plain autodiff once, on the first (seed, k).
+
+    Negative control ``full_rank_internal`` (stored under ``controls``, same layout): the same weights and
+    inputs with a fixed random code per time step added to the embedding (:func:`full_rank_code`), so that the
+    internal map is full rank over time whatever ``k``; only the judged state is computed there.
+    ``state`` (default ``mlp_hidden``, the judged one) selects another state (:func:`_state`) for tests.
     """
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)  # small ops: threads only add overhead
@@ -300,25 +359,38 @@ def run_g4(params: dict[str, Any], ctx) -> dict[str, Any]:
     if max(dims) > params["d_in"]:
         raise ValueError("every input dimension must be <= d_in")
     d_out = params.get("d_out", 1)
-    rows, fourier_rows = [], []
+    state = params.get("state", "mlp_hidden")
+    rows, fourier_rows, ctl_rows = [], [], []
     checks: dict[str, float] = {}
+    ctl_checks: dict[str, float] = {}
     for seed in ctx.progress(range(params["n_seeds"]), desc="G4 seeds"):
-        model = build(params, torch.float64, params["seed"] + seed)
+        model_seed = params["seed"] + seed
+        model = build(params, torch.float64, model_seed)
+        control = build(params, torch.float64, model_seed,
+                        full_rank_code(params["seq_len"], params["d_model"], model_seed + G4_CODE_SEED_OFFSET))
         for k in dims:
             rng = np.random.default_rng([params["seed"], seed, k])
             x = low_dim_inputs(k, params["batch"], params["seq_len"], params["d_in"], rng)
-            row, th = _g4_row(model, x, d_out)
+            row, th = _g4_row(model, x, d_out, state)
             rows.append({"seed": seed, "k": k, **row})
+            crow, cth = _g4_row(control, x, d_out, state, reported=False)
+            ctl_rows.append({"seed": seed, "k": k, **crow})
             if not checks:  # one cross-check of the core-assembled GeNTKs against plain autodiff
-                for state in STATES:
-                    ref = gentk_states_autodiff(model, torch.from_numpy(x), state).numpy()
-                    checks[state] = float(np.linalg.norm(th[state] - ref) / np.linalg.norm(ref))
+                checks = _core_checks(model, x, th)
+                ctl_checks = _core_checks(control, x, cth)
         for m in modes:
             rng = np.random.default_rng([params["seed"], seed, 10_000 + m])
             x = fourier_inputs(m, params["batch"], params["seq_len"], params["d_in"], rng)
-            row, _ = _g4_row(model, x, d_out)
+            row, _ = _g4_row(model, x, d_out, state, reported=False)
             fourier_rows.append({"seed": seed, "modes": m, **row})
+    n_internal = len(internal_sites(build(params, torch.float64, params["seed"])))
     return {"rows": rows, "input_dims": dims, "fourier_rows": fourier_rows, "fourier_modes": modes,
+            "state": state,
+            "state_core_vs_autodiff_rel_error": checks.get(state),
             "internal_core_vs_autodiff_rel_error": checks.get("internal"),
             "output_core_vs_autodiff_rel_error": checks.get("output"),
-            "n_internal_sites": len(internal_sites(build(params, torch.float64, params["seed"])))}
+            "n_internal_sites": n_internal,
+            "controls": {"full_rank_internal": {
+                "rows": ctl_rows, "input_dims": dims, "fourier_rows": [], "fourier_modes": [], "state": state,
+                "state_core_vs_autodiff_rel_error": ctl_checks.get(state), "n_internal_sites": n_internal,
+                "params": params, "code": "N(0, 1) per time step and unit, added to the embedding"}}}
