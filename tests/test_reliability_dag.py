@@ -84,7 +84,8 @@ def test_editing_a_module_reruns_exactly_the_chains_that_use_it(tmp_path):
     assert jobs["figure"] == 1 and "hron2020_H1_gaussianity" in out.stdout
     # H1's entry, and those of other H claims whose criterion module imports gaussianity (the H
     # criteria are collected by ntkrepro.hron2020.claims); no entry of another paper
-    entry_outputs = re.findall(r"output: \S+/claims/([A-Z]\d+)\.json", out.stdout)  # replicates' entries too
+    # each job prints its rule's message ("H1: ledger entry | scale smoke, replicate 0"); replicates' entries too
+    entry_outputs = re.findall(r"^Job \d+: ([A-Z]\d+): ledger entry \|", out.stdout, re.M)
     entries = set(entry_outputs)
     assert "H1" in entries and all(e.startswith("H") for e in entries), entries
     assert sum(n for r, n in jobs.items() if re.fullmatch(r"(rep\d+_)?claim_ledger_entry", r)) == len(entry_outputs)
