@@ -603,7 +603,7 @@ def test_data_substitute_labels_come_from_the_recorded_sha256_not_the_file_name(
 
 
 # ==================================================================================== registration
-@pytest.mark.parametrize("cid,version", [("H1", 4), ("H2", 3), ("H3", 3), ("H4", 3), ("H5", 3), ("H6", 3)])
+@pytest.mark.parametrize("cid,version", [("H1", 4), ("H2", 3), ("H3", 3), ("H4", 3), ("H5", 3), ("H6", 4)])
 def test_every_criterion_quotes_the_paper_and_logs_its_amendments(cid, version):
     spec = get_claim(cid)
     assert spec.evaluate is getattr(claims, f"evaluate_{cid.lower()}")
@@ -618,7 +618,9 @@ def test_h4_h6_criteria_v3_log_issue_21_with_old_numbers_and_a_control(cid):
     spec = get_claim(cid)
     assert spec.evaluate is getattr(claims, f"evaluate_{cid.lower()}")
     assert spec.criterion.startswith("Paper") and "Regime rule (v3" in spec.criterion
-    assert spec.version == 3 and [a.date for a in spec.amendments] == ["2026-12-02", "2026-12-04"]
+    # H6 v4 (issue 21 section 3): the default training count its regime line named, a size amendment
+    dates = ["2026-12-02", "2026-12-04"] + (["2026-12-04"] if cid == "H6" else [])
+    assert spec.version == 1 + len(dates) and [a.date for a in spec.amendments] == dates
     assert all(a.previous.get("default") and a.previous.get("smoke") for a in spec.amendments)
     assert [c.name for c in spec.controls] == ["permuted_labels"] and "must" in spec.controls[0].why_fails
 
@@ -626,4 +628,4 @@ def test_h4_h6_criteria_v3_log_issue_21_with_old_numbers_and_a_control(cid):
 def test_inconclusive_entry_carries_power_line():
     e = make_entry("H6", _h6(0.80, 0.82, 0.83, n=60, shared=False), scale="smoke")
     assert e["verdict"] == "inconclusive" and e["power"] and "n_train" in e["power"][0]["text"]
-    assert e["criterion_version"] == 3 and e["amendments"][0]["change"].startswith("'About equal' band")
+    assert e["criterion_version"] == 4 and e["amendments"][0]["change"].startswith("'About equal' band")

@@ -54,6 +54,14 @@ def test_every_claim_has_a_ledger_entry_and_the_report_exists(dag_results):
             assert Path(fig).exists() and Path(fig).with_suffix(".pdf").exists()
 
 
+def test_report_text_stays_inside_the_page(dag_results):
+    """No line of the report runs into the margin: LaTeX logs every overfull box (long identifiers
+    in narrow table cells did, before ``_`` and ``/`` allowed a line break)."""
+    log = (dag_results / "paper" / "replication_report.build.log").read_text(errors="replace")
+    overfull = [line for line in log.splitlines() if line.startswith("Overfull \\hbox")]
+    assert overfull == [], overfull[:5]
+
+
 def test_replicated_claims_have_independent_replicates(dag_results):
     """Smoke runs replicates of a data-driven (H3) and a seed-driven (A2) claim (config/smoke.yaml)."""
     index = read_json(dag_results / "claims" / "index.json")

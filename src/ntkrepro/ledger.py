@@ -647,8 +647,11 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
-def _tex_escape(s: str) -> str:
-    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+def _tex_escape(s: str, breaks: bool = True) -> str:
+    """LaTeX-escape ``s``. With ``breaks``, a line may break after "_" and "/" (long identifiers
+    and paths in narrow table cells); titles and PDF strings take ``breaks=False``."""
+    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+            "_": r"\_\allowbreak{}" if breaks else r"\_", "/": r"/\allowbreak{}" if breaks else "/",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
             "<": r"\textless{}", ">": r"\textgreater{}"}
     return "".join(repl.get(c, c) for c in s)

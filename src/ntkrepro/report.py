@@ -51,6 +51,7 @@ def render(template: Path, entries: Sequence[Mapping[str, Any]], figures: Mappin
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              loader=jinja2.FileSystemLoader(str(template.parent)))
     env.filters["tex"] = lambda s: _tex_escape(str(s))
+    env.filters["tex_title"] = lambda s: _tex_escape(str(s), breaks=False)
     env.filters["measured"] = _fmt_measured
     root = Path.cwd()
     papers = []
