@@ -292,6 +292,31 @@ def test_f5_crossed_design_is_bootstrapped_crossed():
     assert ev.measured["eff_rank_causal_minus_bidirectional_nested_bootstrap"].low > m
 
 
+def test_f5_power_line_names_the_factor_that_narrows_the_crossed_interval():
+    """The default run showed it: 4 -> 8 seeds left F5's interval as wide, because every seed shares
+    the same 16 sequences. The power line must say that more seeds cannot decide it and name the
+    sequence count that would; with seed noise dominant instead, seeds are the factor."""
+    from ntkrepro.stats import CrossedPowerLine, crossed_bootstrap, crossed_power_lines
+
+    causal, bidir = _crossed_ranks(seq_sd=0.7)
+    ev = _check(claims.evaluate_f5(_f5(causal, bidir), "default"), Verdict.INCONCLUSIVE)
+    by = {pl.size_name: pl for pl in ev.power}
+    assert set(by) == {"seeds", "sequences"} and all(isinstance(pl, CrossedPowerLine) for pl in ev.power)
+    assert by["sequences"].share > 0.9 and np.isfinite(by["sequences"].needed) and by["sequences"].needed > 16
+    assert not np.isfinite(by["seeds"].needed) and "no number of seeds reaches" in by["seeds"].text()
+    # rows (seeds) dominant: the seed line is finite, the sequence line is not
+    rng = np.random.default_rng(1)
+    y = 0.3 + rng.normal(0, 0.6, (6, 1)) + rng.normal(0, 0.02, (6, 16))
+    iv = crossed_bootstrap(y, n_boot=400, seed=0)
+    assert iv.low < 0.2 < iv.high
+    lines = {pl.size_name: pl for pl in crossed_power_lines("d", y, iv, [0.2], row_name="seeds",
+                                                            col_name="sequences", n_boot=400, seed=0)}
+    assert lines["seeds"].share > 0.9 and np.isfinite(lines["seeds"].needed) and lines["seeds"].needed > 6
+    assert not np.isfinite(lines["sequences"].needed)
+    # nothing straddled: no line
+    assert crossed_power_lines("d", y, iv, [iv.high + 1.0], row_name="seeds", col_name="sequences") == []
+
+
 def test_f5_control_bidirectional_other_seed_is_rejected():
     rng = np.random.default_rng(0)
     seq = rng.normal(0, 0.3, 16)[None]

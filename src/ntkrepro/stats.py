@@ -567,6 +567,57 @@ def crossed_bootstrap(y: np.ndarray, *, n_boot: int = 2000, level: float = 0.95,
                     f"crossed bootstrap (rows x columns = {n_r} x {n_c}), {n_boot} resamples")
 
 
+@dataclass(frozen=True)
+class CrossedPowerLine(PowerLine):
+    """The power line of one factor of a crossed (rows x columns) mean, the other factor held at its size."""
+
+    other: str = ""
+    share: float = 1.0
+
+    def text(self) -> str:
+        head = (f"{self.quantity}: half-width {self.half_width:.3g} at {self.size_name}={self.size:g} "
+                f"({self.other}; {self.size_name} carry {100 * self.share:.0f}% of the variance)")
+        if not np.isfinite(self.needed):
+            return (f"{head}; needs <= {self.needed_half_width:.3g}, which no number of {self.size_name} reaches: "
+                    f"the rest of the variance alone is wider")
+        return (f"{head}; needs <= {self.needed_half_width:.3g}, i.e. {self.size_name} ~ "
+                f"{int(np.ceil(self.needed)):d} at the measured variance")
+
+
+def crossed_power_lines(quantity: str, y: np.ndarray, iv: Interval, thresholds: Sequence[float], *,
+                        row_name: str, col_name: str, n_boot: int = 2000, level: float = 0.95,
+                        seed: int = 0) -> list[PowerLine]:
+    r"""Power lines, one per factor, of a :func:`crossed_bootstrap` interval ``iv`` of ``y`` (rows x columns).
+
+    A crossed mean's variance has a row and a column part; adding rows shrinks only the first. The parts
+    are split by the one-way bootstrap half-widths :math:`w_r` (of the row means) and :math:`w_c` (of
+    the column means): share :math:`p_r = w_r^2/(w_r^2+w_c^2)`. With the measured half-width :math:`w`
+    and the distance :math:`\delta` to the straddled threshold, :math:`n_r` rows decide at
+    :math:`n_r^\ast = n_r\,p_r w^2/(\delta^2-(1-p_r)w^2)`, and no number of rows does when
+    :math:`(1-p_r)w^2 \ge \delta^2`; likewise for columns. Empty if no threshold is straddled.
+    """
+    inside = [t for t in thresholds if iv.low <= t <= iv.high]
+    if not inside:
+        return []
+    y = np.asarray(y, float)
+    hw = float(max(iv.value - iv.low, iv.high - iv.value))
+    delta = float(min(abs(iv.value - t) for t in inside))
+    b = dict(n_boot=n_boot, level=level, seed=seed)
+    w_r = bootstrap_ci(y.mean(axis=1), **b).half_width
+    w_c = bootstrap_ci(y.mean(axis=0), **b).half_width
+    total = w_r ** 2 + w_c ** 2
+    share_r = w_r ** 2 / total if total > 0 else 0.5
+    lines: list[PowerLine] = []
+    for name, n, share, other, n_other in ((row_name, y.shape[0], share_r, col_name, y.shape[1]),
+                                           (col_name, y.shape[1], 1.0 - share_r, row_name, y.shape[0])):
+        rest = (1.0 - share) * hw ** 2
+        needed = n * share * hw ** 2 / (delta ** 2 - rest) if delta ** 2 > rest and share > 0 else float("inf")
+        lines.append(CrossedPowerLine(quantity, hw, delta, name, float(n),
+                                      float(max(needed, n)) if np.isfinite(needed) else float("inf"),
+                                      other=f"{other} held at {n_other}", share=float(share)))
+    return lines
+
+
 # --------------------------------------------------------------------------------------------
 # Exact test of a rank correlation across few units
 

@@ -19,8 +19,8 @@ from ntkrepro.framework import spectra as sp
 from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register, register_control,
                             verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
-                            crossed_bootstrap, equivalence, hierarchical_bootstrap, power_line, slope_statistic,
-                            spearman, spearman_permutation_test)
+                            crossed_bootstrap, crossed_power_lines, equivalence, hierarchical_bootstrap, power_line,
+                            slope_statistic, spearman, spearman_permutation_test)
 
 PAPER = "framework"
 #: F1 tolerances: closed form vs neural-tangents (fp64), empirical vs closed form at the largest width.
@@ -315,8 +315,10 @@ def evaluate_f5(results: Results, scale: str) -> Evaluation:
     m = F5_EQUIV * float(bidir.mean())
     same = equivalence(diff, -m, m)
     status = {Status.HOLDS: Status.REFUTED, Status.REFUTED: Status.HOLDS}.get(same, Status.UNDECIDED)
-    power = [power_line("effective-rank difference causal - bidirectional", diff, [-m, m], size=causal.shape[0],
-                        size_name="seeds")]
+    # seeds and sequences are crossed: one line per factor (every seed shares the same sequences, so more
+    # seeds cannot shrink the sequence part of the interval)
+    power = crossed_power_lines("effective-rank difference causal - bidirectional", causal - bidir, diff, [-m, m],
+                                row_name="seeds", col_name="sequences", **b)
     return Evaluation(
         measured={"eff_rank_causal_minus_bidirectional": diff,
                   "eff_rank_causal": crossed_bootstrap(causal, **b),
