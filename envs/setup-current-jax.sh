@@ -12,10 +12,12 @@ PYTHON=${PYTHON:-python3.12}
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' 2>/dev/null; then
   for p in /root/.pyenv/versions/3.12*/bin/python3.12; do [ -x "$p" ] && PYTHON=$p; done
 fi
-if [ ! -x .venv-jax-current/bin/python ]; then
+stamp=.venv-jax-current/.ntkrepro-lock.sha256
+# no stamp = never finished installing (e.g. interrupted before pip ran): start from a fresh venv
+if [ ! -x .venv-jax-current/bin/python ] || [ ! -f "$stamp" ]; then
+  rm -rf .venv-jax-current
   "$PYTHON" -m venv .venv-jax-current
 fi
-stamp=.venv-jax-current/.ntkrepro-lock.sha256
 want=$(cat envs/requirements-current-jax.lock | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv-jax-current/bin/python -m pip install --quiet --upgrade pip
