@@ -155,3 +155,29 @@ def job_message(claim, what):
     first = paper.authors.split(",")[0].strip() if paper else ""
     who = "" if not paper else (f" ({first} et al. {paper.year})" if first[:1].isalpha() else " (framework paper)")
     return f"{claim}{who}: {what} | scale {SCALE}, replicate {REPLICATE}"
+
+
+def claim_map_rows():
+    """One row per claim for the README's claim map (read by ntkrepro.claim_map in the claim_map
+    job): the workflow rule that writes the claim's results (found among the workflow's rules, with its wildcards), the
+    library function that rule runs, the figure names and the paper."""
+    import re
+    from types import SimpleNamespace
+
+    rows = []
+    for cid in sorted(CLAIMS):
+        claim = CLAIMS[cid]
+        producers = []
+        for path in claim["results"]:
+            for r in workflow.rules:
+                if r.name.startswith("rep") and re.match(r"rep\d+_", r.name):
+                    continue
+                if r.is_producer(path):
+                    wc = dict(r.get_wildcards(path))
+                    fn = re.search(r"-m ntkrepro\.run (\S+)", r.shellcmd or "")
+                    function = fn.group(1) if fn else ""
+                    if function == "{params.function}":
+                        function = r.params.function(SimpleNamespace(**wc))
+                    producers.append({"rule": r.name, "wildcards": wc, "function": function})
+        rows.append({"claim": cid, "paper": claim["paper"], "producers": producers, "figures": claim["figures"]})
+    return rows

@@ -124,37 +124,13 @@ rule claims_table:
         f"--replicates {N_REPLICATES} --replicated {{params.replicated}} > {{log:q}} 2>&1"
 
 
-def claim_map_rows():
-    """One row per claim for the README's claim map (rule claim_map; ntkrepro.claim_map): the rule
-    that writes the claim's results (found among the workflow's rules, with its wildcards), the
-    library function that rule runs, the figure names and the paper."""
-    import re
-    from types import SimpleNamespace
-
-    rows = []
-    for cid in sorted(CLAIMS):
-        claim = CLAIMS[cid]
-        producers = []
-        for path in claim["results"]:
-            for r in workflow.rules:
-                if r.name.startswith("rep") and re.match(r"rep\d+_", r.name):
-                    continue
-                if r.is_producer(path):
-                    wc = dict(r.get_wildcards(path))
-                    fn = re.search(r"-m ntkrepro\.run (\S+)", r.shellcmd or "")
-                    function = fn.group(1) if fn else ""
-                    if function == "{params.function}":
-                        function = r.params.function(SimpleNamespace(**wc))
-                    producers.append({"rule": r.name, "wildcards": wc, "function": function})
-        rows.append({"claim": cid, "paper": claim["paper"], "producers": producers, "figures": claim["figures"]})
-    return rows
-
-
 rule claim_map:
     """The README's claim map (claim -> compute rule -> library function -> criterion -> notebook ->
     report section), generated from this workflow's registry (ntkrepro.claim_map); every cell checked."""
     output:
         f"{R}/claims/claim_map.md",
+    log:
+        f"{R}/logs/claims/claim_map.log",
     message:
         "claim map of {params.n} claims -> {output}"
     params:
@@ -164,4 +140,4 @@ rule claim_map:
     conda:
         CONDA_ENV
     shell:
-        f"{PY} -m ntkrepro.claim_map --rows {{params.rows:q}} --out {{output:q}}"
+        f"{PY} -m ntkrepro.claim_map --rows {{params.rows:q}} --out {{output:q}} > {{log:q}} 2>&1"
