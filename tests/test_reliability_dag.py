@@ -49,25 +49,32 @@ def _job_counts(text: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in rows if m and m.group(1) != "total"}
 
 
-def test_editing_a_module_reruns_exactly_the_chains_that_use_it(tmp_path):
-    """Issue 14, item 3: after a complete run, appending a comment to
-    src/ntkrepro/hron2020/gaussianity.py used to give 'Nothing to be done'. Now exactly H1's
-    compute rule and figure rerun, plus the ledger entries whose criterion module imports it, the
-    claims table and the report; reverting the edit needs nothing (content, not mtime)."""
+def _completed_run(tmp_path: Path) -> tuple[Path, Path, tuple[Path, ...], list[str]]:
+    """A complete smoke run, simulated on a throwaway copy of the repository: every output of `all`
+    exists and Snakemake records it as made by this code. Returns (repo, results, extra config
+    files, the outputs)."""
     repo = tmp_path / "repo"
     shutil.copytree(ROOT, repo, ignore=_IGNORE, symlinks=True)
     results = tmp_path / "results"
     over = (_data_override(tmp_path),)
-    # a complete run, simulated: every output exists and Snakemake records it as made by this code
     out = _smk(repo, "--summary", "all", results=results, extra_configfiles=over)
     assert out.returncode == 0
     outputs = [line.split("\t", 1)[0] for line in out.stdout.splitlines() if line.startswith(str(results))]
-    assert len(outputs) > 50
     for f in outputs:
         Path(f).parent.mkdir(parents=True, exist_ok=True)
         Path(f).touch()
     assert _smk(repo, "--touch", "--forceall", "all", "--cores", "1", results=results,
                 extra_configfiles=over).returncode == 0
+    return repo, results, over, outputs
+
+
+def test_editing_a_module_reruns_exactly_the_chains_that_use_it(tmp_path):
+    """Issue 14, item 3: after a complete run, appending a comment to
+    src/ntkrepro/hron2020/gaussianity.py used to give 'Nothing to be done'. Now exactly H1's
+    compute rule and figure rerun, plus the ledger entries whose criterion module imports it, the
+    claims table and the report; reverting the edit needs nothing (content, not mtime)."""
+    repo, results, over, outputs = _completed_run(tmp_path)
+    assert len(outputs) > 50
     out = _smk(repo, "-n", "all", results=results, extra_configfiles=over)
     assert out.returncode == 0 and "Nothing to be done" in out.stdout + out.stderr
 
@@ -115,20 +122,9 @@ def test_editing_plotting_or_notebooks_reruns_every_figure(tmp_path):
     Snakemake does not record, so editing ntkrepro/plotting.py (imported by every notebook) or
     ntkrepro/notebooks.py (the runner) reran no figure. Now each edit reruns every figure (and only
     figures and what reads them: entries, table, report -- no compute rule)."""
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT, repo, ignore=_IGNORE, symlinks=True)
-    results = tmp_path / "results"
-    over = (_data_override(tmp_path),)
-    out = _smk(repo, "--summary", "all", results=results, extra_configfiles=over)
-    assert out.returncode == 0
-    outputs = [line.split("\t", 1)[0] for line in out.stdout.splitlines() if line.startswith(str(results))]
+    repo, results, over, outputs = _completed_run(tmp_path)
     n_figures = sum(1 for f in outputs if f.endswith(".png") and "/figures/" in f)
     assert n_figures > 10
-    for f in outputs:
-        Path(f).parent.mkdir(parents=True, exist_ok=True)
-        Path(f).touch()
-    assert _smk(repo, "--touch", "--forceall", "all", "--cores", "1", results=results,
-                extra_configfiles=over).returncode == 0
     for module in ("plotting.py", "notebooks.py"):
         path = repo / "src/ntkrepro" / module
         original = path.read_text()
