@@ -99,18 +99,23 @@ class Amendment:
 class ControlSpec:
     """A negative control of a claim, pre-registered in ``claims.toml`` beside the criterion.
 
-    A control is a run in which the claim is false by construction (or its cause removed),
-    measured like the real run and judged by **the same criterion function**. ``what`` says what
-    the control is, ``why_fails`` why the claim must fail there. The function producing the
-    control's results is registered with :func:`register_control` under ``(claim id, name)``.
+    A control is the **nearest false alternative** a sceptical reader would propose (CLAIMS.md
+    rule 7): a run in which the paper's claim is false, but only just, measured like the real run
+    and judged by **the same criterion function**. ``what`` says what the control is,
+    ``why_fails`` why the claim must fail there, ``why_nearest`` why no nearer false alternative
+    exists (or, starting "No near miss exists", why the control is a coarser one). The function
+    producing the control's results is registered with :func:`register_control` under
+    ``(claim id, name)``.
     """
 
     name: str
     what: str
     why_fails: str
+    why_nearest: str = ""
 
     def as_dict(self) -> dict[str, str]:
-        return {"name": self.name, "what": self.what, "why_fails": self.why_fails}
+        return {"name": self.name, "what": self.what, "why_fails": self.why_fails,
+                "why_nearest": self.why_nearest}
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,7 @@ PREREGISTRATION_FILE = "claims.toml"
 _CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
 _CONTROL_KEYS = {"name", "what", "why_fails"}
+_CONTROL_OPTIONAL = {"why_nearest"}
 
 
 def _text(where: str, table: Mapping[str, Any], key: str) -> str:
@@ -202,11 +208,12 @@ def _amendment(where: str, entry: Any) -> Amendment:
 def _control(where: str, entry: Any) -> ControlSpec:
     """One negative control of a pre-registration file, checked: ``name`` an identifier, non-empty
     ``what`` and ``why_fails``."""
-    entry = _keys(where, entry, _CONTROL_KEYS, _CONTROL_KEYS)
+    entry = _keys(where, entry, _CONTROL_KEYS, _CONTROL_KEYS | _CONTROL_OPTIONAL)
     name = _text(where, entry, "name")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"{where}: control name {name!r} must be a lower-case identifier")
-    return ControlSpec(name, _text(where, entry, "what"), _text(where, entry, "why_fails"))
+    nearest = _text(where, entry, "why_nearest") if "why_nearest" in entry else ""
+    return ControlSpec(name, _text(where, entry, "what"), _text(where, entry, "why_fails"), nearest)
 
 
 def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
@@ -419,7 +426,8 @@ def _jsonable(obj: Any) -> Any:
 def evaluate_control(spec: ClaimSpec, control: ControlSpec, results: Results, scale: str) -> dict[str, Any]:
     """Apply the claim's own criterion to the results of one of its negative controls: what the
     control is, why the claim must fail there, the criterion's verdict on it, its reason and
-    headline numbers, and ``rejected`` (the criterion says ``not_reproduced`` on the control)."""
+    headline numbers, ``rejected`` (the criterion says ``not_reproduced`` on the control) and
+    ``holds`` (it says ``reproduced`` there: the control passes, which caps the claim)."""
     assert spec.evaluate is not None
     cres = control_function(spec.id, control.name)(results)
     cev = spec.evaluate(cres, scale)
@@ -427,29 +435,36 @@ def evaluate_control(spec: ClaimSpec, control: ControlSpec, results: Results, sc
         raise TypeError("criterion must return a Verdict")
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in cev.measured.items()}
     return {**control.as_dict(), "verdict": cev.verdict.value, "rejected": cev.verdict is Verdict.NOT_REPRODUCED,
+            "holds": cev.verdict is Verdict.REPRODUCED,
             "reason": cev.reason, "headline": _headline({"measured": measured}),
             "measured": _jsonable(measured), "parts": {k: Status(v).value for k, v in cev.parts.items()}}
 
 
+#: The reason an entry gives when the real run and a control both pass (CLAIMS.md rule 8).
+UNINFORMATIVE = "uninformative at this scale"
+
+
 def apply_control_rule(verdict: Verdict, reason: str, controls: Sequence[Mapping[str, Any]]
                        ) -> tuple[Verdict, str, dict[str, Any] | None]:
-    """The control rule: ``reproduced`` needs every negative control of the claim to come out
-    ``not_reproduced`` under the same criterion. A claim without a control, or whose criterion does
-    not reject a control, is capped at ``inconclusive`` with the reason; the cap is returned as a
-    power-line record (``needed`` = inf: no sample size decides it; the criterion or the control
-    must change). ``not_reproduced`` and ``inconclusive`` pass unchanged.
-    Returns (verdict, reason, cap record or None)."""
+    """The control rule (CLAIMS.md rule 7): ``reproduced`` needs every negative control of the claim
+    to come out **not** ``reproduced`` under the same criterion (``not_reproduced`` or
+    ``inconclusive``). When the real run and a control both pass, the claim holds in the nearest
+    false alternative too, so the run cannot tell them apart: the verdict is ``inconclusive`` with
+    the reason "holds in <control> too: uninformative at this scale" (rule 8), and the cap is
+    returned as a power-line record (``needed`` = inf: no sample size of this design decides it).
+    A claim without any control is capped the same way. ``not_reproduced`` and ``inconclusive``
+    pass unchanged. Returns (verdict, reason, cap record or None)."""
     if verdict is not Verdict.REPRODUCED:
         return verdict, reason, None
     if not controls:
         why = "no negative control is registered, so nothing shows that the criterion could have failed"
+        text = f"capped at inconclusive by the control rule: {why}"
     else:
-        kept = [c for c in controls if not c.get("rejected")]
-        if not kept:
+        passing = [c for c in controls if c.get("verdict") == Verdict.REPRODUCED.value]
+        if not passing:
             return verdict, reason, None
-        why = "; ".join(f"the criterion does not reject its control '{c['name']}' (verdict there: "
-                        f"{c['verdict']}: {c.get('headline', '')})" for c in kept)
-    text = f"capped at inconclusive by the control rule: {why}"
+        why = "; ".join(f"holds in '{c['name']}' too ({c.get('headline', '')})" for c in passing)
+        text = f"{why}: {UNINFORMATIVE}"
     cap = {"quantity": "negative control", "half_width": float("nan"), "needed_half_width": float("nan"),
            "size_name": "none", "size": float("nan"), "needed": float("inf"), "text": text}
     return Verdict.INCONCLUSIVE, f"{reason} [{text}; the criterion alone says reproduced]", cap
@@ -667,13 +682,14 @@ def _stable_short(cell: str) -> str:
 
 
 def _control_short(cell: str) -> str:
-    """The LaTeX table's short form of a "control" cell: ``rejected`` when the criterion rejects
-    every control, otherwise how many it did not reject (the details are in the claim's subsection)."""
+    """The LaTeX table's short form of a "control" cell: ``fails (N)`` when no control passes the
+    criterion, otherwise how many pass ("holds in k of N": uninformative; details in the claim's
+    subsection)."""
     if cell == "none":
         return "none"
     verdicts = [c.rsplit(": ", 1)[1] for c in cell.split("; ")]
-    kept = sum(v != Verdict.NOT_REPRODUCED.value for v in verdicts)
-    return (f"rejected ({len(verdicts)})" if not kept else f"NOT rejected ({kept} of {len(verdicts)})")
+    holds = sum(v == Verdict.REPRODUCED.value for v in verdicts)
+    return (f"fails ({len(verdicts)})" if not holds else f"HOLDS in {holds} of {len(verdicts)}")
 
 
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
@@ -879,8 +895,8 @@ def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, in
 
 def check_controls(e: Mapping[str, Any]) -> list[str]:
     """Problems with an entry's negative controls: at least one, each with its verdict and
-    ``rejected`` consistent with it, and the control rule kept (``reproduced`` only when every
-    control is ``not_reproduced``; the same for each replicate that records its controls)."""
+    ``rejected`` consistent with it, and the control rule kept (``reproduced`` only when no
+    control is ``reproduced``; the same for each replicate that records its controls)."""
     cid = e.get("id", "?")
     controls = e.get("controls")
     if not isinstance(controls, list) or not controls:
@@ -891,15 +907,15 @@ def check_controls(e: Mapping[str, Any]) -> list[str]:
             problems.append(f"{cid}: control {c.get('name')!r} has bad verdict {c.get('verdict')!r}")
         elif bool(c.get("rejected")) != (c["verdict"] == Verdict.NOT_REPRODUCED.value):
             problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} but verdict {c['verdict']}")
-    if e.get("verdict") == Verdict.REPRODUCED.value and not all(c.get("verdict") == Verdict.NOT_REPRODUCED.value
-                                                                 for c in controls):
-        problems.append(f"{cid}: reproduced although the criterion does not reject every control "
+    if e.get("verdict") == Verdict.REPRODUCED.value and any(c.get("verdict") == Verdict.REPRODUCED.value
+                                                             for c in controls):
+        problems.append(f"{cid}: reproduced although a control passes the criterion too "
                         f"({control_text(e)})")
     for r in e.get("replicates") or []:
         rc = r.get("controls")
-        if rc is not None and r.get("verdict") == Verdict.REPRODUCED.value and not all(
-                c.get("verdict") == Verdict.NOT_REPRODUCED.value for c in rc):
-            problems.append(f"{cid}: replicate {r.get('replicate')} reproduced although a control is not rejected")
+        if rc is not None and r.get("verdict") == Verdict.REPRODUCED.value and any(
+                c.get("verdict") == Verdict.REPRODUCED.value for c in rc):
+            problems.append(f"{cid}: replicate {r.get('replicate')} reproduced although a control passes too")
     return problems
 
 
