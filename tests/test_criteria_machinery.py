@@ -80,6 +80,37 @@ def test_power_line_none_when_decided_and_inf_on_threshold():
     assert not np.isfinite(pl.needed) and "no n decides" in pl.text()
 
 
+@pytest.mark.parametrize("iv, size", [
+    (Interval(-0.5, -0.8, -0.2), 4),        # decides at 16: named
+    (Interval(-0.36, -0.37, -0.30), 40),    # 36x the run: refused
+    (Interval(-0.351, -0.9, 0.2), 4),       # a huge extrapolation
+    (Interval(-0.3, -0.6, -0.33), 400),
+])
+def test_a_power_line_never_names_a_size_at_or_below_the_run_nor_beyond_10x(iv, size):
+    """Issue 28 item 4: a power line names a deciding size only in (size, 10 x size]; otherwise it
+    says "needs a larger run to tell" and states the range."""
+    import re
+    from ntkrepro.stats import MAX_EXTRAPOLATION
+    pl = power_line("slope", iv, [-0.65, -0.35], size=size, size_name="seeds")
+    assert pl is not None
+    named = re.findall(r"seeds ~ (\d+)", pl.text())
+    if pl.named():
+        assert named and size < int(named[0]) <= MAX_EXTRAPOLATION * size + 1
+    else:
+        assert not named and "needs a larger run to tell" in pl.text()
+    for n in named:
+        assert int(n) > size
+    assert pl.as_dict()["named"] == pl.named()
+
+
+def test_power_line_examples_named_and_refused():
+    assert power_line("s", Interval(-0.5, -0.8, -0.2), [-0.65, -0.35], size=4, size_name="seeds").named()
+    far = power_line("s", Interval(-0.351, -0.9, 0.2), [-0.65, -0.35], size=4, size_name="seeds")
+    assert not far.named() and "beyond 10x" in far.text() and "measured at 4" in far.text()
+    low = paired_test_power(np.array([0.5, 0.6, 0.4, 0.55, 0.45, 0.5, 0.52, 0.48]), "diff")
+    assert low.needed < low.size and not low.named() and "needs a larger run to tell" in low.text()
+
+
 def test_paired_test_power_matches_normal_formula():
     d = np.array([0.1, 0.3, -0.1, 0.2, 0.0, 0.1])
     pl = paired_test_power(d, "diff")
@@ -214,7 +245,7 @@ def test_malformed_preregistered_claims_are_rejected(table, error):
 
 def test_amendment_and_power_appear_in_entry_table_and_report(tmp_path, monkeypatch, repo_root):
     spec = ClaimSpec("F99", "framework", "a statement", "a criterion", version=2, amendments=(_AMEND,))
-    iv = Interval(-0.5, -2.0, 1.0)
+    iv = Interval(-0.5, -0.8, -0.2)
 
     @ledger.register(spec)
     def _evaluate(results, scale):

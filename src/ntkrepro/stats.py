@@ -231,6 +231,11 @@ def combine(statuses: Sequence[Status | str]) -> Status:
 # Power line (rule 5)
 
 
+#: A power line extrapolates from one run's variance; beyond this factor over the size just run it
+#: refuses to name a size and says "needs a larger run to tell" (issue 28 item 4).
+MAX_EXTRAPOLATION = 10.0
+
+
 @dataclass(frozen=True)
 class PowerLine:
     r"""What an undecided interval reached and the size at which the same criterion would decide.
@@ -240,6 +245,12 @@ class PowerLine:
     distance :math:`\delta` from the point estimate to the nearest threshold the interval straddles:
     :math:`n^\ast = n\,(w/\delta)^{1/\gamma}`. ``needed`` is ``inf`` when the point estimate sits on
     a threshold (no size decides).
+
+    A power line never names a size at or below the one just run, and never one beyond
+    :data:`MAX_EXTRAPOLATION` times it (:meth:`named`): where :math:`n^\ast \le n` (a skewed
+    interval straddles a threshold that the variance alone says this size should clear) or
+    :math:`n^\ast > 10n`, the text says "needs a larger run to tell" and states the range
+    (size measured vs size extrapolated) instead of a size.
     """
 
     quantity: str
@@ -249,19 +260,36 @@ class PowerLine:
     size: float
     needed: float
 
+    def named(self) -> bool:
+        """Whether the line names ``needed`` as the deciding size: finite, above the size just run,
+        and within :data:`MAX_EXTRAPOLATION` times it."""
+        return bool(np.isfinite(self.needed) and self.size < self.needed <= MAX_EXTRAPOLATION * self.size)
+
+    def _tail(self) -> str:
+        """The clause after the half-width: the deciding size, or why none is named."""
+        if self.needed <= self.size:
+            return (f"needs <= {self.needed_half_width:.3g}; the interval is skewed across the threshold, so the "
+                    f"measured variance cannot say which {self.size_name} decides: needs a larger run to tell "
+                    f"(more than {self.size_name}={self.size:g})")
+        if self.needed > MAX_EXTRAPOLATION * self.size:
+            return (f"needs <= {self.needed_half_width:.3g}, beyond {MAX_EXTRAPOLATION:g}x the {self.size_name} run "
+                    f"(measured at {self.size:g}; the variance extrapolates to ~{int(np.ceil(self.needed)):d}, "
+                    f"too far to trust): needs a larger run to tell")
+        return (f"needs <= {self.needed_half_width:.3g}, i.e. {self.size_name} ~ {int(np.ceil(self.needed)):d} "
+                f"at the measured variance")
+
     def text(self) -> str:
         """One line for the ledger and the report."""
         if not np.isfinite(self.needed):
             return (f"{self.quantity}: half-width {self.half_width:.3g}; the point estimate lies on a threshold, "
                     f"so no {self.size_name} decides it")
-        return (f"{self.quantity}: half-width {self.half_width:.3g} at {self.size_name}={self.size:g}; "
-                f"needs <= {self.needed_half_width:.3g}, i.e. {self.size_name} ~ {int(np.ceil(self.needed)):d} "
-                f"at the measured variance")
+        return f"{self.quantity}: half-width {self.half_width:.3g} at {self.size_name}={self.size:g}; {self._tail()}"
 
     def as_dict(self) -> dict[str, float | str]:
         return {"quantity": self.quantity, "half_width": float(self.half_width),
                 "needed_half_width": float(self.needed_half_width), "size_name": self.size_name,
-                "size": float(self.size), "needed": float(self.needed), "text": self.text()}
+                "size": float(self.size), "needed": float(self.needed), "named": self.named(),
+                "text": self.text()}
 
 
 def power_line(quantity: str, iv: Interval, thresholds: Sequence[float], *, size: float, size_name: str,
@@ -278,7 +306,7 @@ def power_line(quantity: str, iv: Interval, thresholds: Sequence[float], *, size
     hw = float(max(iv.value - iv.low, iv.high - iv.value))
     delta = float(min(abs(iv.value - t) for t in inside))
     needed = size * (hw / delta) ** (1.0 / rate) if delta > 0 and hw > 0 else float("inf")
-    return PowerLine(quantity, hw, delta, size_name, float(size), float(max(needed, size)))
+    return PowerLine(quantity, hw, delta, size_name, float(size), float(needed))
 
 
 # --------------------------------------------------------------------------------------------
@@ -429,7 +457,7 @@ def paired_test_power(diffs: Sequence[float] | np.ndarray, quantity: str, *, alp
     z = _st.norm.ppf(1 - alpha) + _st.norm.ppf(power)
     needed = (z * s / abs(m)) ** 2 if m != 0 and np.isfinite(s) else float("inf")
     hw = float(_st.t.ppf(0.975, max(d.size - 1, 1)) * s / np.sqrt(d.size)) if d.size > 1 else float("inf")
-    return PowerLine(quantity, hw, abs(m), size_name, float(d.size), float(max(needed, d.size)))
+    return PowerLine(quantity, hw, abs(m), size_name, float(d.size), float(needed))
 
 
 # --------------------------------------------------------------------------------------------
@@ -580,8 +608,7 @@ class CrossedPowerLine(PowerLine):
         if not np.isfinite(self.needed):
             return (f"{head}; needs <= {self.needed_half_width:.3g}, which no number of {self.size_name} reaches: "
                     f"the rest of the variance alone is wider")
-        return (f"{head}; needs <= {self.needed_half_width:.3g}, i.e. {self.size_name} ~ "
-                f"{int(np.ceil(self.needed)):d} at the measured variance")
+        return f"{head}; {self._tail()}"
 
 
 def crossed_power_lines(quantity: str, y: np.ndarray, iv: Interval, thresholds: Sequence[float], *,
@@ -612,8 +639,7 @@ def crossed_power_lines(quantity: str, y: np.ndarray, iv: Interval, thresholds: 
                                            (col_name, y.shape[1], 1.0 - share_r, row_name, y.shape[0])):
         rest = (1.0 - share) * hw ** 2
         needed = n * share * hw ** 2 / (delta ** 2 - rest) if delta ** 2 > rest and share > 0 else float("inf")
-        lines.append(CrossedPowerLine(quantity, hw, delta, name, float(n),
-                                      float(max(needed, n)) if np.isfinite(needed) else float("inf"),
+        lines.append(CrossedPowerLine(quantity, hw, delta, name, float(n), float(needed),
                                       other=f"{other} held at {n_other}", share=float(share)))
     return lines
 
