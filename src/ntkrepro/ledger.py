@@ -96,6 +96,21 @@ class Amendment:
 
 
 @dataclass(frozen=True)
+class Correction:
+    """A correction of a past amendment entry (the amendment log is append-only: a past entry is
+    never edited; what it should have said is appended here). ``amendment`` is the 1-based index of
+    the corrected entry in the claim's amendment log, ``correction`` what is corrected or added."""
+
+    date: str
+    amendment: int
+    correction: str
+    why: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"date": self.date, "amendment": self.amendment, "correction": self.correction, "why": self.why}
+
+
+@dataclass(frozen=True)
 class ControlSpec:
     """A negative control of a claim, pre-registered in ``claims.toml`` beside the criterion.
 
@@ -136,6 +151,7 @@ class ClaimSpec:
     amendments: tuple[Amendment, ...] = ()
     quote: str = ""
     controls: tuple[ControlSpec, ...] = ()
+    corrections: tuple[Correction, ...] = ()
 
     def paper_sentence(self) -> str:
         """The paper's sentence the claim tests: ``quote`` if given; else the quoted passage the
@@ -157,6 +173,10 @@ class ClaimSpec:
         names = [c.name for c in self.controls]
         if len(set(names)) != len(names):
             raise ValueError(f"claim {self.id}: control names repeat: {names}")
+        for c in self.corrections:
+            if not 1 <= c.amendment <= len(self.amendments):
+                raise ValueError(f"claim {self.id}: a correction names amendment {c.amendment}, which does not "
+                                 f"exist (the log has {len(self.amendments)})")
 
 
 #: Each paper's pre-registration, ``src/ntkrepro/<paper>/claims.toml`` (package data): one table
@@ -165,9 +185,11 @@ class ClaimSpec:
 #: first, each with ``date`` (ISO), ``change``, ``why`` and ``[<claim id>.amendments.previous]``
 #: (scale -> the previous criterion's verdict and headline numbers there); and its negative controls,
 #: one ``[[<claim id>.controls]]`` table per :class:`ControlSpec` with ``name`` (an identifier),
-#: ``what`` and ``why_fails``.
+#: ``what``, ``why_fails`` and ``why_nearest``; and corrections of past amendment entries (which are
+#: never edited), one ``[[<claim id>.corrections]]`` table per :class:`Correction`. Both logs are
+#: append-only: :mod:`ntkrepro.amendment_log` holds a checksum per entry and a test compares them.
 PREREGISTRATION_FILE = "claims.toml"
-_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls"}
+_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls", "corrections"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
 _CONTROL_KEYS = {"name", "what", "why_fails"}
 _CONTROL_OPTIONAL = {"why_nearest"}
@@ -205,6 +227,23 @@ def _amendment(where: str, entry: Any) -> Amendment:
     return Amendment(date, _text(where, entry, "change"), _text(where, entry, "why"), dict(previous))
 
 
+def _correction(where: str, entry: Any) -> Correction:
+    """One correction of a past amendment entry, checked: ISO date, 1-based ``amendment`` index,
+    non-empty ``correction`` and ``why``."""
+    entry = _keys(where, entry, {"date", "amendment", "correction", "why"}, {"date", "amendment", "correction", "why"})
+    date = entry["date"]
+    try:
+        iso = isinstance(date, str) and datetime.date.fromisoformat(date).isoformat() == date
+    except ValueError:
+        iso = False
+    if not iso:
+        raise ValueError(f"{where}: date {date!r} is not an ISO date (YYYY-MM-DD, quoted)")
+    index = entry["amendment"]
+    if not isinstance(index, int) or isinstance(index, bool) or index < 1:
+        raise ValueError(f"{where}: amendment must be the 1-based index of an amendment entry, got {index!r}")
+    return Correction(date, index, _text(where, entry, "correction"), _text(where, entry, "why"))
+
+
 def _control(where: str, entry: Any) -> ControlSpec:
     """One negative control of a pre-registration file, checked: ``name`` an identifier, non-empty
     ``what`` and ``why_fails``."""
@@ -229,10 +268,15 @@ def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
     controls = table.get("controls", [])
     if not isinstance(controls, list):
         raise ValueError(f"{where}: controls must be [[{claim_id}.controls]] tables")
+    corrections = table.get("corrections", [])
+    if not isinstance(corrections, list):
+        raise ValueError(f"{where}: corrections must be [[{claim_id}.corrections]] tables")
     return ClaimSpec(claim_id, paper, _text(where, table, "statement"), _text(where, table, "criterion"),
                      version=version, quote=quote,
                      amendments=tuple(_amendment(f"{where}, amendment {i + 1}", a) for i, a in enumerate(amendments)),
-                     controls=tuple(_control(f"{where}, control {i + 1}", c) for i, c in enumerate(controls)))
+                     controls=tuple(_control(f"{where}, control {i + 1}", c) for i, c in enumerate(controls)),
+                     corrections=tuple(_correction(f"{where}, correction {i + 1}", c)
+                                       for i, c in enumerate(corrections)))
 
 
 @functools.cache
@@ -512,6 +556,7 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         "criterion": spec.criterion,
         "criterion_version": spec.version,
         "amendments": [a.as_dict() for a in spec.amendments],
+        "amendment_corrections": [c.as_dict() for c in spec.corrections],
         "measured": measured,
         "verdict": verdict.value,
         "criterion_verdict": ev.verdict.value,
