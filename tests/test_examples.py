@@ -51,3 +51,46 @@ def test_the_closed_form_is_the_identity_attention_formula():
     x = np.array([[[1.0], [2.0]]])
     assert mod.identity_attention_closed_form(x)[0, 0] == 25 * 5 / 2
     assert mod.psd_margin(np.diag([2.0, 1.0])) == 0.5 and mod.psd_margin(np.diag([2.0, -1.0])) < 0
+
+
+# ---- docs/kernels.md stays true to the code --------------------------------------------------
+
+DOC = ROOT / "docs" / "kernels.md"
+
+
+def _python_blocks(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def test_kernels_doc_quickstart_runs():
+    """The quickstart block computes what its comments say."""
+    ns: dict = {}
+    exec(_python_blocks(DOC.read_text())[0], ns)  # noqa: S102 -- our own documentation
+    assert ns["k"].nngp.shape == ns["k"].ntk.shape == (5, 3)
+    assert np.asarray(ns["nngp_11"]).shape == (5, 5)
+
+
+def test_kernels_doc_table_names_every_fast_layer_and_only_missing_ones_as_refused():
+    """Every layer ``fast`` exports has a row of the stax -> fast table; every name the table lists
+    as not provided is indeed absent from ``fast`` (and, where neural-tangents is installed, a
+    ``stax`` name)."""
+    import re
+
+    from ntkrepro import nt
+    from ntkrepro.kernels import fast
+    from ntkrepro.kernels._src.layers import STAX_NAMES
+
+    text = DOC.read_text()
+    table = text.split("## From neural-tangents `stax`")[1].split("\n## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    for name in STAX_NAMES:
+        assert any(re.search(rf"`{name}\(", r.split("|")[1]) for r in rows), f"no table row for stax.{name}"
+    missing_row = next(r for r in rows if "not provided" in r)
+    absent = re.findall(r"`(\w+)`", missing_row.split("|")[1].partition("(")[2])  # the names in parentheses
+    assert len(absent) >= 10
+    for name in absent:
+        assert not hasattr(fast, name), f"docs say fast has no {name}, but it does"
+        if nt.available():
+            assert hasattr(nt.stax, name), f"{name} is not a stax layer"
