@@ -75,3 +75,32 @@ def test_schema_walk_and_types_on_a_small_schema():
     assert configdoc.type_text(keys["a"], schema) == "integer >= 1"
     assert configdoc.type_text(keys["b.c"], schema) == "one of `x`, `y`"
     assert configdoc.type_text(keys["d.[].e"], schema) == "number > 0"
+
+
+def test_workflow_catalog_file_follows_the_catalog_layout():
+    """``.snakemake-workflow-catalog.yml``: the keys the catalog reads (``usage.mandatory-flags``,
+    ``usage.software-stack-deployment`` with at least one method, ``usage.report``), flags that name
+    files of this repository, and the config README the catalog renders beside it."""
+    import shlex
+
+    root = configdoc.ROOT
+    cat = yaml.safe_load((root / ".snakemake-workflow-catalog.yml").read_text())
+    usage = cat["usage"]
+    assert set(usage) == {"mandatory-flags", "software-stack-deployment", "report"}
+    assert usage["mandatory-flags"]["desc"].strip()
+    flags = shlex.split(usage["mandatory-flags"]["flags"])
+    for opt, path in zip(flags, flags[1:]):
+        if opt == "--profile":
+            assert (root / path / "config.yaml").is_file(), path
+        if opt == "--configfile":
+            assert (root / path).is_file(), path
+    assert "--profile" in flags
+    sdm = usage["software-stack-deployment"]
+    assert set(sdm) <= {"conda", "apptainer", "apptainer+conda", "singularity", "singularity+conda"}
+    assert any(v is True for v in sdm.values()) and all(isinstance(v, bool) for v in sdm.values())
+    if sdm.get("conda"):  # every rule declares the environment the flag deploys
+        rules = (root / "workflow" / "rules").glob("*.smk")
+        assert (root / "envs" / "environment.yaml").is_file()
+        assert any("conda:" in f.read_text() for f in rules)
+    assert isinstance(usage["report"], bool)
+    assert configdoc.README.is_file()
