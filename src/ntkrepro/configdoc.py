@@ -1,7 +1,8 @@
-"""``config/README.md``'s key reference, generated from the config schemas (issue 31 item 5).
+"""``config/README.md``'s reference, generated from the config files and schemas (issue 31 item 5).
 
-Every key of ``workflow/schemas/config.schema.yaml`` and of each paper's
-``workflow/schemas/<paper>.schema.yaml`` (papers from :data:`ntkrepro.papers.PAPERS`) gets a row:
+First the ``config/*.yaml`` files (the ``scale`` and first comment line of each); then every key of
+``workflow/schemas/config.schema.yaml`` and of each paper's ``workflow/schemas/<paper>.schema.yaml``
+(papers from :data:`ntkrepro.papers.PAPERS`) gets a row:
 its dotted name, its type and constraints (read from the schema) and what it does -- the schema's
 own ``description``, or, for keys whose schema entry has none, the text in :data:`NOTES`. A key with
 neither is an error, and so is a note for a key no schema has (``tests/test_configdoc.py``), so the
@@ -27,7 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "workflow" / "schemas"
 README = ROOT / "config" / "README.md"
-MARKER = "<!-- Generated below by `python -m ntkrepro.configdoc --write` from workflow/schemas/; do not edit. -->"
+MARKER = ("<!-- Generated below by `python -m ntkrepro.configdoc --write` from config/*.yaml and workflow/schemas/; "
+          "do not edit. -->")
 
 #: What a key does, for keys whose schema entry has no ``description``. Looked up as
 #: ``"<section>:<dotted key>"``, then ``"<section>:*.<key below a claim>"`` (the same meaning in
@@ -273,11 +275,28 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(schema_dir: Path = SCHEMA_DIR) -> str:
+def config_files(config_dir: Path = ROOT / "config") -> list[tuple[str, str, str]]:
+    """``[(file, scale, what)]`` for each ``config/*.yaml``: its ``scale`` key and its first comment
+    line (without a leading ``Scale: <name>.``)."""
+    import re
+
+    import yaml
+
+    out = []
+    for f in sorted(config_dir.glob("*.yaml")):
+        text = f.read_text()
+        first = text.splitlines()[0] if text.startswith("#") else ""
+        what = re.sub(r"^#\s*(Scale:\s*[\w-]+\.\s*)?", "", first).strip()
+        out.append((f"config/{f.name}", str((yaml.safe_load(text) or {}).get("scale", "")), what))
+    return out
+
+
+def render(schema_dir: Path = SCHEMA_DIR, config_dir: Path = ROOT / "config") -> str:
     """The generated part of ``config/README.md`` (below :data:`MARKER`)."""
     from ntkrepro.papers import PAPERS
 
-    lines: list[str] = []
+    lines: list[str] = ["", "## Config files", "", "| file | `scale` | what (its first line) |", "|---|---|---|"]
+    lines += [f"| `{f}` | `{sc}` | {_cell(what)} |" for f, sc, what in config_files(config_dir)]
     missing: list[str] = []
     for section, fname, schema in load_schemas(schema_dir):
         keys = list(schema_keys(schema))
