@@ -1,8 +1,19 @@
-"""The shared layers know no paper (issue 23 item 1): no module of ``ntkrepro.kernels`` or
-``ntkrepro.data`` imports a paper package (``ntkrepro.<key>`` for every key of
-``ntkrepro.papers.PAPERS``), at module level or inside a function. A static scan of every import
-statement (``import a.b``, ``from a import b``, relative imports resolved), so an import hidden in a
-function body to dodge an import cycle is caught too."""
+"""No import runs back up the layers (issue 23 item 1, issue 31 item 2).
+
+* The shared layers know no paper: no module of ``ntkrepro.kernels``, ``ntkrepro.data``,
+  ``ntkrepro.ledger``, ``ntkrepro.provenance``, ``ntkrepro.io``, ``ntkrepro.stats`` or
+  ``ntkrepro.precision`` imports a paper package (``ntkrepro.<key>`` for every key of
+  ``ntkrepro.papers.PAPERS``).
+* The bottom layer (:data:`BOTTOM`: ``io``, ``stats``, ``precision``, ``provenance``) imports
+  nothing above it: only other bottom modules (and the bare ``ntkrepro`` package). E.g. provenance
+  records the fast kernels' matmul precision from the neutral ``ntkrepro.precision``, not from
+  ``ntkrepro.kernels``.
+
+A static scan of every import statement (``import a.b``, ``from a import b``, relative imports
+resolved, ``importlib.import_module("...")`` with a literal name), at module level or inside a
+function, so an import hidden in a function body to dodge an import cycle is caught too. (The
+ledger's import of each paper's claims module by a name read from ``ntkrepro.papers`` is dynamic
+and not an arrow in the source.)"""
 
 from __future__ import annotations
 
@@ -14,7 +25,10 @@ import pytest
 from ntkrepro.papers import PAPERS
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-SHARED = ("ntkrepro.kernels", "ntkrepro.data")
+SHARED = ("ntkrepro.kernels", "ntkrepro.data", "ntkrepro.ledger", "ntkrepro.provenance", "ntkrepro.io",
+          "ntkrepro.stats", "ntkrepro.precision")
+#: The bottom layer: these import no other ``ntkrepro`` module than each other.
+BOTTOM = ("ntkrepro.io", "ntkrepro.stats", "ntkrepro.precision", "ntkrepro.provenance")
 
 
 def _module_name(path: Path) -> str:
@@ -52,10 +66,34 @@ def _is_paper(name: str) -> bool:
     return any(name == f"ntkrepro.{k}" or name.startswith(f"ntkrepro.{k}.") for k in PAPERS)
 
 
+def _files(modules) -> list[Path]:
+    """The source files of ``modules`` (a module ``a/b.py`` or every file of a package ``a/b/``)."""
+    out: list[Path] = []
+    for name in modules:
+        base = SRC / name.replace(".", "/")
+        if base.is_dir():
+            out += sorted(base.rglob("*.py"))
+        elif base.with_suffix(".py").is_file():
+            out.append(base.with_suffix(".py"))
+        else:
+            raise AssertionError(f"{name}: neither {base}.py nor a package {base}/")
+    return out
+
+
 def _shared_files() -> list[Path]:
-    files = [p for pkg in SHARED for p in sorted((SRC / pkg.replace(".", "/")).rglob("*.py"))]
+    files = _files(SHARED)
     assert len(files) > 10
     return files
+
+
+def _in(name: str, modules) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in modules)
+
+
+def upward_imports(path: Path) -> list[str]:
+    """The ``ntkrepro`` modules a bottom-layer file imports that are not in :data:`BOTTOM`."""
+    return sorted(m for m in imported_modules(path)
+                  if _in(m, ("ntkrepro",)) and m != "ntkrepro" and not _in(m, BOTTOM))
 
 
 @pytest.mark.parametrize("path", _shared_files(), ids=lambda p: str(p.relative_to(SRC)))
@@ -73,3 +111,61 @@ def test_the_scan_sees_function_local_and_relative_imports(tmp_path, monkeypatch
     monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
     got = {m for m in imported_modules(f) if _is_paper(m)}
     assert {"ntkrepro.hron2020.cifar10", "ntkrepro.arda2026", "ntkrepro.hazelden2026.benchmark"} <= got
+
+
+@pytest.mark.parametrize("path", _files(BOTTOM), ids=lambda p: str(p.relative_to(SRC)))
+def test_bottom_layer_imports_nothing_above_it(path):
+    bad = upward_imports(path)
+    assert not bad, f"{path.relative_to(SRC)} imports {bad}, above the bottom layer {BOTTOM}"
+
+
+def test_the_scan_sees_an_import_back_up_the_layers(tmp_path, monkeypatch):
+    """The arrow issue 31 removed (provenance -> kernels, inside a function) is caught; imports
+    inside the bottom layer are not."""
+    pkg = tmp_path / "ntkrepro"
+    pkg.mkdir()
+    f = pkg / "provenance.py"
+    f.write_text("from ntkrepro.io import sha256_file\nfrom . import stats\nimport ntkrepro.precision\n\n"
+                 "def device_info():\n    from ntkrepro.kernels.numerics import MATMUL_PRECISION\n"
+                 "    from .ledger import load\n    import importlib\n"
+                 "    importlib.import_module('ntkrepro.data.cifar10')\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    assert upward_imports(f) == ["ntkrepro.data.cifar10", "ntkrepro.kernels.numerics",
+                                 "ntkrepro.kernels.numerics.MATMUL_PRECISION", "ntkrepro.ledger",
+                                 "ntkrepro.ledger.load"]
+
+
+def test_importing_provenance_loads_no_layer_above_it():
+    """At run time too: importing provenance and collecting a record (with JAX loaded) imports no
+    ``ntkrepro`` module outside the bottom layer."""
+    import subprocess
+    import sys
+
+    code = ("import sys, jax; import ntkrepro.provenance as p; p.collect(scale='x'); "
+            "print(sorted(m for m in sys.modules if m.startswith('ntkrepro.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(SRC), "JAX_PLATFORMS": "cpu"})
+    loaded = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 -- a list literal we printed
+    assert loaded and not [m for m in loaded if not _in(m, BOTTOM)], loaded
+
+
+def test_provenance_records_the_fast_kernels_matmul_precision():
+    """The recorded field is unchanged by moving its source out of ``kernels``: the precision the
+    fast kernels enforce, and JAX's global default."""
+    import jax
+
+    from ntkrepro import provenance
+    from ntkrepro.kernels.numerics import MATMUL_PRECISION
+
+    rec = provenance.collect(scale="smoke")["device"]["matmul_precision"]
+    assert rec == {"fast_kernels": MATMUL_PRECISION, "jax_default": jax.config.jax_default_matmul_precision}
+    assert MATMUL_PRECISION == "highest"
+
+
+def test_the_kernel_fingerprint_covers_the_matmul_precision():
+    """The constant moved out of ``ntkrepro.kernels``; the kernel cache key still hashes its file."""
+    import ntkrepro.precision
+    from ntkrepro import provenance
+
+    files = provenance.package_files(provenance.DEFAULT_KERNEL_MODULES)
+    assert Path(ntkrepro.precision.__file__).resolve() in {Path(f).resolve() for f in files.values()}

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ntkrepro.io import PathLike, sha256_file
+from ntkrepro.precision import MATMUL_PRECISION
 
 #: Packages whose versions are recorded in every provenance record.
 TRACKED_PACKAGES: tuple[str, ...] = (
@@ -79,10 +80,9 @@ def device_info() -> dict[str, Any]:
         import jax
 
         info["jax"] = [f"{d.platform}:{getattr(d, 'device_kind', '')}" for d in jax.devices()]
-        # float32 matmul precision: the fast kernels' (enforced, ntkrepro.kernels.numerics) and JAX's
-        # global default outside them (None: the backend's, TF32 on tensor-core GPUs)
-        from ntkrepro.kernels.numerics import MATMUL_PRECISION
-
+        # float32 matmul precision: the fast kernels' (enforced by ntkrepro.kernels.numerics; the
+        # constant lives in the neutral ntkrepro.precision, so provenance imports nothing of kernels)
+        # and JAX's global default outside them (None: the backend's, TF32 on tensor-core GPUs)
         info["matmul_precision"] = {"fast_kernels": MATMUL_PRECISION,
                                     "jax_default": jax.config.jax_default_matmul_precision}
     if "torch" in sys.modules:
@@ -257,9 +257,11 @@ def source_hash(modules: Iterable[str], root: PathLike | None = None, files: Ite
 
 
 #: Modules whose source determines a kernel built through ``ntkrepro.kernels.blocks`` by
-#: default: the one neural-tangents import, the kernel machinery, and the Hron et al. package
-#: that builds the kernel functions (whole packages, so every kernel builder is covered).
-DEFAULT_KERNEL_MODULES: tuple[str, ...] = ("ntkrepro.nt", "ntkrepro.kernels", "ntkrepro.hron2020")
+#: default: the one neural-tangents import, the kernel machinery, the matmul precision the fast
+#: kernels enforce (:mod:`ntkrepro.precision`), and the Hron et al. package that builds the kernel
+#: functions (whole packages, so every kernel builder is covered).
+DEFAULT_KERNEL_MODULES: tuple[str, ...] = ("ntkrepro.nt", "ntkrepro.kernels", "ntkrepro.precision",
+                                           "ntkrepro.hron2020")
 
 #: Packages whose versions change what a kernel evaluates to.
 KERNEL_PACKAGES: tuple[str, ...] = ("ntkrepro", "jax", "jaxlib", "neural-tangents")

@@ -10,6 +10,7 @@ ill-conditioned at small diagonal regularisers: the error of the kernel entries 
 the condition number in the predictions. So every kernel of
 :class:`ntkrepro.kernels.fast.FastKernelFn` is computed under
 ``jax.default_matmul_precision(MATMUL_PRECISION)`` with :data:`MATMUL_PRECISION` = ``"highest"``
+(defined in the neutral :mod:`ntkrepro.precision`, which provenance records; re-exported here)
 (float32 products in full float32 on every device; on a CPU it changes nothing, CPUs have no TF32
 path). The setting is applied when the kernel's XLA computations are traced, so it is visible in
 the jaxpr and in the lowered StableHLO (``precision = [HIGHEST, HIGHEST]`` on every
@@ -30,8 +31,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-#: The precision of every matrix product in the fast kernels (``jax.default_matmul_precision``).
-MATMUL_PRECISION = "highest"
+from ntkrepro.precision import MATMUL_PRECISION  # defined there (provenance records it), re-exported here
 
 
 def matmul_precision(precision: str = MATMUL_PRECISION) -> contextlib.AbstractContextManager:
