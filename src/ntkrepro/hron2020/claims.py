@@ -213,7 +213,7 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
               f"{np.median(last['ntk_distance']):.4f} (neural-tangents' test tolerance 0.05).")
     # reported, not judged (issue 28): a limit a few percent wrong is told apart only where the
     # distances fall below its offset
-    off = ((r.get("controls") or {}).get("kernel_3pct_off") or r).get("analytic_offset")
+    off = ((r.get("controls") or {}).get("kernel_3pct_off") or {}).get("analytic_offset")
     if off:
         for g in ("nngp", "ntk"):
             measured[f"{g}_offset_of_the_3pct_off_limit (control; reported)"] = float(off[g])
