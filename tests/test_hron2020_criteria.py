@@ -700,3 +700,12 @@ def test_inconclusive_entry_carries_power_line():
     e = make_entry("H6", _h6(0.80, 0.82, 0.83, n=60, shared=False), scale="smoke")
     assert e["verdict"] == "inconclusive" and e["power"] and "n_train" in e["power"][0]["text"]
     assert e["criterion_version"] == 5 and e["amendments"][0]["change"].startswith("'About equal' band")
+
+
+def test_h3_width_reaching_the_control_offset_is_named_only_within_10x():
+    rows = _h3(-0.5, 0.0, widths=(16, 32, 64, 128), reps=3)["H3_kernel_convergence"]["per_width"]
+    s = claims.h3_slope(rows, "nngp")                      # D = w^-1/2: 0.088 at 128
+    assert "width ~ 1112" in claims.h3_width_reaching(rows, "nngp", s, 0.03)       # (1/0.03)^2 = 1111.1
+    far = claims.h3_width_reaching(rows, "nngp", s, 0.005)                        # 40,000 = 312x 128
+    assert "needs a larger run to tell" in far and "width ~" not in far
+    assert "measured" in claims.h3_width_reaching(rows, "nngp", s, 0.2)

@@ -188,6 +188,26 @@ def h3_slope(rows: Sequence[Mapping[str, Any]], kernel: str) -> Interval:
                     f"OLS t-interval over {len(y)} independent (width, replicate) estimates")
 
 
+def h3_width_reaching(rows: Sequence[Mapping[str, Any]], kernel: str, slope: Interval, level: float) -> str:
+    r"""Where the fitted line :math:`\log D = c + b\log w` (:func:`h3_slope`; :math:`c` the mean
+    residual) reaches ``level``: a width above the largest run and at most
+    ``stats.MAX_EXTRAPOLATION`` (10) times it, else "needs a larger run to tell" (issue 28 item 4)."""
+    import ntkrepro.stats as _stats
+
+    factor = float(getattr(_stats, "MAX_EXTRAPOLATION", 10.0))
+    largest = float(max(row["width"] for row in rows))
+    c = float(np.mean([np.log(v) - slope.value * np.log(row["width"]) for row in rows for v in row[f"{kernel}_distance"]]))
+    if float(np.exp(c + slope.value * np.log(largest))) <= level:
+        return f"or below width {int(largest)} (measured)"
+    if slope.value >= 0:
+        return "no width (the fitted line does not fall)"
+    w = float(np.exp((np.log(level) - c) / slope.value))
+    if w > factor * largest:
+        return (f"a width beyond {factor:g}x the largest run ({int(largest)}; the line extrapolates to ~{int(w)}): "
+                "needs a larger run to tell")
+    return f"width ~ {int(np.ceil(w))} (extrapolated from widths {int(rows[0]['width'])}..{int(largest)})"
+
+
 @register(load_claim_spec(PAPER, "H3"))
 def evaluate_h3(results: Results, scale: str) -> Evaluation:
     """Apply the H3 criterion (claims.toml) to ``H3_kernel_convergence`` results."""
@@ -215,11 +235,13 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
     # distances fall below its offset
     off = ((r.get("controls") or {}).get("kernel_3pct_off") or {}).get("analytic_offset")
     if off:
+        reach = []
         for g in ("nngp", "ntk"):
             measured[f"{g}_offset_of_the_3pct_off_limit (control; reported)"] = float(off[g])
+            reach.append(f"{g.upper()} " + h3_width_reaching(rows, g, slopes[g], float(off[g])))
         reason += (f" A limit 3 % off (the control) sits at distance NNGP {off['nngp']:.4f}, NTK {off['ntk']:.4f} "
                    "from this one: the slopes can tell it apart only at widths where the distances fall below "
-                   "that.")
+                   "that; the fitted distance lines reach it at " + ", ".join(reach) + " (reported, not judged).")
     subs = []
     if scale != "paper":
         subs.append(f"widths up to {last['width']} with {last['n_heads']} heads, {r['n_samples']} Monte Carlo "
