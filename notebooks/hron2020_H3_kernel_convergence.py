@@ -45,8 +45,15 @@ for ax, g in zip(axes, ["nngp", "ntk"]):
     ax.plot(w, np.exp(fd["log_log_intercept"]) * w ** s["value"], "k--", lw=1,
             label=f"fit (all replicates): slope {interval_text(s)}")
     ax.axhline(0.05, color="C3", ls=":", lw=1, label="neural-tangents test tolerance (5%)")
+    ctrl = (res.get("controls") or {}).get("kernel_3pct_off")
+    if ctrl:  # the control (issue 28): the same estimates against a limit 3 % off, judged by the same slope
+        c_rows = sorted(ctrl["per_width"], key=lambda r: r["width"])
+        ax.plot(w, np.median([r[f"{g}_distance"] for r in c_rows], axis=1), "s-", color="C2", ms=4, lw=1,
+                label="control: distance to a limit 3 % off (median)")
+        ax.axhline(ctrl["analytic_offset"][g], color="C2", ls="-.", lw=1,
+                   label=f"offset of that limit ({ctrl['analytic_offset'][g]:.3f})")
     ax.set(xscale="log", yscale="log", xlabel="width (heads: " + ", ".join(str(r["n_heads"]) for r in rows) + ")",
-           title=f"{g.upper()}: empirical vs analytic")
+           title=f"{g.upper()}: judged: slope of log distance vs log width")
     ax.set_xticks(w, [str(int(v)) for v in w])
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=7)

@@ -22,7 +22,7 @@ H6_DATA = ([H6_IMDB["archive"]] if H6_IMDB.get("archive") else []) + (
 rule H6_hron2020_imdb:
     """IMDb + GloVe NNGP/NTK regression for GAP-only, GAP-FCN, CNN-GAP, Struct (ntkrepro.hron2020.imdb.run_h6)."""
     message:
-        job_message("H6", "IMDb kernel regression, all families (+ permuted-label control)")
+        job_message("H6", "IMDb kernel regression, all families (+ permuted-label and two-draws ordering controls)")
     input:
         H6_DATA,
     output:

@@ -265,8 +265,8 @@ def select_on_validation(params: Mapping[str, Any], d: Mapping[str, Any]) -> lis
     return sweep
 
 
-def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict[str, Any]]
-               ) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict[str, Any]], *,
+               null_pairs: bool = False) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
     """Step 2 of :func:`run_h4`: per family and kernel, the validation-selected depth (ties ->
     shallower; ``final_depth`` overrides) and regulariser, refit on train :math:`\\cup` validation,
     test accuracy with a bootstrap CI. Returns the ``final`` rows and the per-image test
@@ -276,8 +276,11 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
     the test accuracy on every draw of the two-way bootstrap (training rows of train :math:`\\cup`
     validation and test images resampled jointly, the same draws for every model:
     :func:`ntkrepro.hron2020.regime.boot_accuracies`), and ``curve_accuracy``, the test accuracy
-    refitted on each random training subset of the learning curve (:func:`h4_resample_plans`)."""
-    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies
+    refitted on each random training subset of the learning curve (:func:`h4_resample_plans`).
+    With ``null_pairs``, each attention family's rows also get ``two_draws``: the model fitted on two
+    disjoint halves of train :math:`\cup` validation (:func:`ntkrepro.hron2020.regime.two_draws`),
+    the ordering control's null pair (issue 28)."""
+    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
 
     seed, n_boot = int(params["seed"]), int(params["n_boot"])
     override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
@@ -307,6 +310,12 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
                           "test_accuracy": acc.as_dict(), "jitter": jitter,
                           "boot_accuracy": boot_accuracies(fit, k_full, k_test, y_full, plan),
                           "curve_accuracy": curve_accuracies(fit, k_full, k_test, y_full, curve)})
+            if null_pairs and fam in ATTENTION_FAMILIES:
+                rs = dict(params.get("train_resample") or {})
+                final[-1]["two_draws"] = two_draws(
+                    fit, k_full, k_test, y_full, n_boot=int(rs.get("n_boot", 200)),
+                    fractions=rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]), n_draws=int(rs.get("curve_draws", 5)),
+                    seed=seed + 11, min_size=N_CLASSES)
             log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
     return final, correct
 
@@ -357,6 +366,29 @@ def orderings(params: Mapping[str, Any], final: list[dict[str, Any]], correct: M
     return comparisons
 
 
+def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The H4 ordering control (issue 28): the real run with every ordering A > B replaced by its null
+    pair, A fitted on one random half of train :math:`\cup` validation against A fitted on the other
+    half (the same family and kernel, two independent training draws of equal size: true difference
+    zero). The final models (and so the regime rule) and the depth ordering are the real run's."""
+    model = {(f["family"], f["kernel"]): f for f in body["final"]}
+    ordering_models, comparisons, seen = [], [], set()
+    for c in body["comparisons"]:
+        a, g = c["a"], c["kernel"]
+        if (a, g) in seen or "two_draws" not in model[(a, g)]:
+            continue
+        seen.add((a, g))
+        names = [f"{a} (half 1)", f"{a} (half 2)"]
+        for name, half in zip(names, model[(a, g)]["two_draws"]):
+            ordering_models.append({"family": name, "kernel": g, **half})
+        h1, h2 = model[(a, g)]["two_draws"]
+        comparisons.append({"kernel": g, "a": names[0], "b": names[1], "a_is_best_attention_on_val": False,
+                            "difference": {"value": h1["accuracy"] - h2["accuracy"]}})
+    final = [{k: v for k, v in f.items() if k != "two_draws"} for f in body["final"]]
+    return {**body, "final": final, "ordering_models": ordering_models, "comparisons": comparisons,
+            "control_note": "each ordering A > B replaced by A (one half of the training rows) > A (the other half)"}
+
+
 def is_official_archive(sha256: str) -> bool:
     """Whether a recorded archive sha256 is the official ``cifar-10-python.tar.gz``'s
     (:data:`ntkrepro.data.cifar10.OFFICIAL_SHA256`)."""
@@ -390,9 +422,9 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
 
     d = load_splits(params, ctx)
 
-    def run(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def run(data: Mapping[str, Any], null_pairs: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         sweep = select_on_validation(params, data)
-        final, correct = final_test(params, data, sweep)
+        final, correct = final_test(params, data, sweep, null_pairs=null_pairs)
         n_fit = int(data["x_train"].shape[0] + data["x_val"].shape[0])
         return ({"image_size": int(params["image_size"]), "n_train": int(data["x_train"].shape[0]),
                  "n_val": int(data["x_val"].shape[0]), "n_test": int(data["x_test"].shape[0]),
@@ -403,7 +435,7 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
                  "comparisons": orderings(params, final, correct),
                  "train_resample": h4_resample_record(params, n_fit, int(data["x_test"].shape[0]))}, correct)
 
-    body, correct = run(d)
+    body, correct = run(d, null_pairs=True)
     if ctx.outputs.get("predictions"):
         write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]},
                   provenance=ctx.provenance())
@@ -414,6 +446,7 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
                    "y_val": permuted_labels(d["y_val"], seed + 99_992)})
     ctrl["control_note"] = "training and validation labels permuted (each split separately); same kernels, test set"
     ctrl["substitutes"] = h4_substitutes(ctrl, ctx.scale)
-    out = {"claim": "H4", **body, "controls": {"permuted_labels": {"claim": "H4", **ctrl}}}
+    out = {"claim": "H4", **body, "controls": {"permuted_labels": {"claim": "H4", **ctrl},
+                                               "same_family_two_draws": {"claim": "H4", **null_ordering_control(body)}}}
     out["substitutes"] = h4_substitutes(out, ctx.scale)
     return out

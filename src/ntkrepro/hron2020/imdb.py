@@ -258,9 +258,11 @@ def h6_resample_record(params: Mapping[str, Any], n_fit: int, n_test: int, paper
 
 
 def _resampled(params: Mapping[str, Any], kt: np.ndarray, ks: np.ndarray, y_fit: np.ndarray, y_test: np.ndarray,
-               diag_reg: float) -> dict[str, list[float]]:
-    """``boot_accuracy`` and ``curve_accuracy`` of one regression (:mod:`ntkrepro.hron2020.regime`)."""
-    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies
+               diag_reg: float, null_pair: bool = False) -> dict[str, Any]:
+    """``boot_accuracy`` and ``curve_accuracy`` of one regression (:mod:`ntkrepro.hron2020.regime`);
+    with ``null_pair`` also ``two_draws``, the regression on two disjoint halves of its training
+    reviews (:func:`ntkrepro.hron2020.regime.two_draws`: the ordering control's null pair, issue 28)."""
+    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
     from ntkrepro.kernels.inference import kernel_regression
 
     plan, curve = h6_resample_plans(params, kt.shape[0], ks.shape[0])
@@ -269,8 +271,14 @@ def _resampled(params: Mapping[str, Any], kt: np.ndarray, ks: np.ndarray, y_fit:
     def fit_ok(ktt, kst, y):
         return (kernel_regression(ktt, kst, y, diag_reg).reshape(-1) > 0) == pos
 
-    return {"boot_accuracy": boot_accuracies(fit_ok, kt, ks, y_fit, plan),
-            "curve_accuracy": curve_accuracies(fit_ok, kt, ks, y_fit, curve)}
+    out: dict[str, Any] = {"boot_accuracy": boot_accuracies(fit_ok, kt, ks, y_fit, plan),
+                           "curve_accuracy": curve_accuracies(fit_ok, kt, ks, y_fit, curve)}
+    if null_pair:
+        rs = dict(params.get("train_resample") or {})
+        out["two_draws"] = two_draws(fit_ok, kt, ks, y_fit, n_boot=int(rs.get("n_boot", 200)),
+                                     fractions=rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]),
+                                     n_draws=int(rs.get("curve_draws", 5)), seed=int(params["seed"]) + 11)
+    return out
 
 
 def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], permute_seed: int | None = None
@@ -302,7 +310,8 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
         out[fam] = {**{k: sel[k] for k in ("label", "depth", "kernel", "diag_reg")},
                     "test_accuracy": acc.as_dict(), "jitter": float(jitter),
                     "test_correct": ((pred.reshape(-1) > 0) == (y["test"].reshape(-1) > 0)).astype(int).tolist(),
-                    **_resampled(params, k_tt, k_st, y["train"], y["test"], float(sel["diag_reg"]))}
+                    **_resampled(params, k_tt, k_st, y["train"], y["test"], float(sel["diag_reg"]),
+                                 null_pair=fam in NULL_PAIR_FAMILIES and permute_seed is None)}
         log.info("final %s: test %.3f [%.3f, %.3f]", FAMILY_LABELS[fam], acc.value, acc.low, acc.high)
     return {"n_train": int(params["final"]["n_train"]), "n_test": int(params["final"]["n_test"]),
             "families": out, "text_stats": data["stats"],
@@ -319,8 +328,13 @@ def pad_check_indices(lengths: np.ndarray, n_reviews: int, seed: int) -> np.ndar
     return np.sort(np.concatenate([shortest, others]))
 
 
+#: Families whose regressions also get the ordering control's null pair (the A of ordering (a), Struct > GAP-only).
+NULL_PAIR_FAMILIES = ("struct",)
+
+
 def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, depth: int, pad_idx: np.ndarray,
-              pad: Mapping[str, float] | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+              pad: Mapping[str, float] | None = None, null_pair: bool = False
+              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """One model of :func:`model_grid`: its NNGP and NTK (cached blocks) train x train and
     (valid + test) x train, diag_reg selected on validation, test accuracy with a bootstrap CI,
     padding invariance on the reviews ``pad_idx`` (or ``pad``, when already measured), and the
@@ -361,7 +375,7 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
             "test_accuracy": acc.as_dict(),
             "jitter": float(jitter),
             "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
-            **_resampled(params, kt, ks, y["train"], y["test"], best),
+            **_resampled(params, kt, ks, y["train"], y["test"], best, null_pair=null_pair and family in NULL_PAIR_FAMILIES),
         }
         log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
                  entry["kernels"][g]["valid_accuracy"], acc.value, acc.low, acc.high)
@@ -386,7 +400,23 @@ def select_families(models: Sequence[Mapping[str, Any]], correct: Mapping[tuple[
                          "test_correct": correct[(fam, m["depth"], g)].tolist(),
                          "boot_accuracy": m["kernels"][g]["boot_accuracy"],
                          "curve_accuracy": m["kernels"][g]["curve_accuracy"]}
+        if "two_draws" in m["kernels"][g]:
+            families[fam]["two_draws"] = m["kernels"][g]["two_draws"]
     return families
+
+
+def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The H6 ordering control (issue 28): the real results with part (a), Struct > GAP-only, judged
+    on the null pair Struct (one random half of the training reviews) against Struct (the other
+    half) -- the same family and kernel, two independent training draws of equal size: true
+    difference zero. Parts (b), (c), the padding check and the regime are the real run's."""
+    fam = (body.get("final") or {}).get("families") or body["families"]
+    if "two_draws" not in fam.get("struct", {}):
+        raise ValueError("H6 null ordering control: the Struct representative lacks its two_draws")
+    names = ["struct (half 1)", "struct (half 2)"]
+    models = {n: {"label": f"Struct ({n.split('(')[1]}", **half} for n, half in zip(names, fam["struct"]["two_draws"])}
+    return {**body, "ordering_models": models, "ordering_pair": names,
+            "control_note": "part (a) judged on Struct (one half of the training reviews) vs Struct (the other half)"}
 
 
 def is_official_archive(sha256: str | None) -> bool:
@@ -440,7 +470,7 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
               "valid": permuted_labels(data["y"]["valid"], seed + 99_992)}
     models, correct, c_models, c_correct = [], {}, [], {}
     for family, depth in ctx.progress(model_grid(params), desc="H6 models"):
-        entry, ok = fit_model(params, data, family, depth, pad_idx)
+        entry, ok = fit_model(params, data, family, depth, pad_idx, null_pair=True)
         models.append(entry)
         correct.update({(family, depth, g): v for g, v in ok.items()})
         c_entry, c_ok = fit_model(params, {**data, "y": y_perm}, family, depth, pad_idx, pad=entry["padding_invariance"])
@@ -478,7 +508,7 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     ctrl = body(c_models, c_families, c_final)
     ctrl["control_note"] = "training and validation labels permuted; same kernels, test reviews, padding check"
     ctrl["substitutes"] = h6_substitutes(ctrl)
-    out["controls"] = {"permuted_labels": ctrl}
+    out["controls"] = {"permuted_labels": ctrl, "same_family_two_draws": null_ordering_control(out)}
     out["substitutes"] = h6_substitutes(out)
     return out
 

@@ -33,7 +33,12 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro import stats
 from ntkrepro.stats import Interval, PowerLine, Status, linear_fit
+
+#: A learning curve is extrapolated at most this factor beyond the largest training count measured;
+#: beyond it a power line says "needs a larger run to tell" (issue 28 item 4; ``stats.MAX_EXTRAPOLATION``).
+MAX_EXTRAPOLATION = float(getattr(stats, "MAX_EXTRAPOLATION", 10.0))
 
 #: Regime margin: the models' mean accuracy must beat chance (= the permuted-label control's expected
 #: accuracy) by this fraction of the chance-to-perfect gap, 1 - 1/C (claims.toml, H4-H6 amendments).
@@ -97,6 +102,30 @@ def curve_accuracies(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarr
     return [float(np.mean(_correct(predict_correct, rows, k_tt, k_st, y_fit))) for _, rows in plan]
 
 
+def two_draws(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], k_tt: np.ndarray,
+              k_st: np.ndarray, y_fit: np.ndarray, *, n_boot: int, fractions: Sequence[float], n_draws: int, seed: int,
+              min_size: int = 4) -> list[dict[str, Any]]:
+    """The ordering control's null pair (issue 28): one model fitted on two disjoint random halves of
+    its training rows -- the same model family under two independent training draws of equal size,
+    whose true accuracy difference is zero. Each half gets what a real model gets: per-test-point
+    correctness, the two-way bootstrap (one half-size plan for both halves, so the pair is paired
+    over test points like a real ordering) and the learning curve (``curve_sizes`` recorded)."""
+    n = int(k_tt.shape[0])
+    m = n // 2
+    perm = np.random.default_rng(seed).permutation(n)
+    plan = training_resample_plan(m, int(k_st.shape[0]), int(n_boot), seed + 1)
+    curve = learning_curve_plan(m, fractions, n_draws, seed + 2, min_size=min_size)
+    out = []
+    for half in (np.sort(perm[:m]), np.sort(perm[m:2 * m])):
+        kt, ks, y = k_tt[np.ix_(half, half)], k_st[:, half], y_fit[half]
+        ok = np.asarray(predict_correct(kt, ks, y), float)
+        out.append({"n_fit": m, "accuracy": float(ok.mean()), "test_correct": ok.astype(int).tolist(),
+                    "boot_accuracy": boot_accuracies(predict_correct, kt, ks, y, plan),
+                    "curve_accuracy": curve_accuracies(predict_correct, kt, ks, y, curve),
+                    "curve_sizes": [int(s) for s, _ in curve]})
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # criterion side
 
@@ -145,7 +174,19 @@ def curve_fit(sizes: Sequence[float], values: Sequence[float]) -> tuple[Interval
 
 
 def _grid(n_from: float, n_to: float) -> np.ndarray:
-    return np.unique(np.round(np.geomspace(n_from, max(n_to, n_from), 400)))
+    """Candidate sizes strictly above ``n_from`` up to ``n_to`` (a power line never names a size at or
+    below the one just run)."""
+    g = np.unique(np.round(np.geomspace(n_from, max(n_to, n_from), 400)))
+    return g[g > n_from]
+
+
+def extrapolation_range(sizes: Sequence[float], size: float) -> tuple[float, float, str]:
+    """``(largest measured, extrapolation limit, text)``: the learning curve's measured range and the
+    largest size a power line may name, :data:`MAX_EXTRAPOLATION` times the largest size measured."""
+    largest = float(max(max(float(v) for v in sizes), float(size)))
+    limit = MAX_EXTRAPOLATION * largest
+    return largest, limit, (f"sizes measured {int(min(float(v) for v in sizes))}..{int(largest)}, "
+                            f"extrapolated at most {MAX_EXTRAPOLATION:g}x (to {int(limit)})")
 
 
 def curve_power_line(quantity: str, iv: Interval, status_of: Callable[[Interval], Status],
@@ -158,8 +199,12 @@ def curve_power_line(quantity: str, iv: Interval, status_of: Callable[[Interval]
     :math:`n` as :math:`[v(n) - w, v(n) + w]` with :math:`w` the half-width measured at the full
     training count (the test points are not increased, so their share of :math:`w` stays; this
     ignores the shrinking training-draw share, i.e. it is conservative), apply the part's own
-    decision ``status_of`` and return the smallest :math:`n \le` ``max_size`` that decides, with the
-    verdict it gives. If none does (or the slope's interval contains 0: no measured trend), says so.
+    decision ``status_of`` and return the smallest :math:`n` above the size run, at most
+    ``max_size`` and at most :data:`MAX_EXTRAPOLATION` times the largest size measured, that
+    decides, with the verdict it gives and the range (sizes measured vs size predicted). If the
+    fitted curve already decides at the size run (where the measured interval does not), or no
+    size within that range decides while the paper's size lies beyond it, the line says "needs a
+    larger run to tell"; if the slope's interval contains 0 (no measured trend), it says so.
     """
     hw = float(max(iv.value - iv.low, iv.high - iv.value))
     fit = curve_fit(sizes, values)
@@ -167,19 +212,34 @@ def curve_power_line(quantity: str, iv: Interval, status_of: Callable[[Interval]
         return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
                                   "not predictable", "fewer than two training counts on the learning curve")
     slope, icpt = fit
+    largest, limit, rng_txt = extrapolation_range(sizes, size)
     basis = (f"learning curve {values_text(sizes, values)}; fitted slope {slope.value:+.4f} "
-             f"[{slope.low:+.4f}, {slope.high:+.4f}] per unit log {size_name}, half-width held at {hw:.3g}")
+             f"[{slope.low:+.4f}, {slope.high:+.4f}] per unit log {size_name}, half-width held at {hw:.3g}; "
+             f"{rng_txt}")
     if not (slope.low > 0 or slope.high < 0):
         return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
                                   f"not predicted to be decided by any {size_name}: the learning curve shows no "
                                   "trend (slope interval contains 0)", basis)
-    for n in _grid(size, max_size):
+
+    def status_at(n: float) -> Status:
         v = icpt.value + slope.value * np.log(n)
-        st = status_of(Interval(float(v), float(v - hw), float(v + hw), iv.level, "predicted"))
+        return status_of(Interval(float(v), float(v - hw), float(v + hw), iv.level, "predicted"))
+
+    if status_at(size) is not Status.UNDECIDED:
+        return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
+                                  f"needs a larger run to tell: the fitted curve already decides at the {size_name} "
+                                  f"run ({size:g}), where the measured interval does not", f"extrapolated; {basis}")
+    for n in _grid(size, min(max_size, limit)):
+        st = status_at(n)
         if st is not Status.UNDECIDED:
             word = "to hold" if st is Status.HOLDS else "to be refuted (not_reproduced)"
-            return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float(n), word,
-                                      f"extrapolated; {basis}")
+            return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float(n),
+                                      f"{word} (size predicted {int(n)})", f"extrapolated; {basis}")
+    if max_size > limit:
+        return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
+                                  f"not decided at any {size_name} up to {MAX_EXTRAPOLATION:g}x the largest measured "
+                                  f"({int(limit)}); {max_name} ({max_size:g}) lies beyond: needs a larger run to tell",
+                                  f"extrapolated; {basis}")
     return PredictedPowerLine(quantity, hw, float("nan"), size_name, float(size), float("inf"),
                               f"not decided at any {size_name} up to {max_name} ({max_size:g}) at the measured "
                               "test-point half-width", f"extrapolated; {basis}")
@@ -244,20 +304,28 @@ def regime_gate(gain: Interval, *, chance: float, sizes: Sequence[float], gains:
                   f"{slope_txt}; even the most favourable extrapolation reaches only {best:+.3f} < {margin:.3f} at "
                   f"the paper's {size_name} {paper_size:g}")
         return Regime(Status.REFUTED, gain, margin, chance, slope, reason, None)
-    needed = float("inf")
+    needed, why_none = float("inf"), f"not informative at any {size_name} the fitted curve reaches"
     if fit is not None and slope.value > 0:
-        for n in _grid(size, 1e3 * max(paper_size, size)):
-            if fit[1].value + slope.value * np.log(n) - hw > margin:
-                needed = float(n)
-                break
-    predicts = ("to be informative (the parts are then judged)" if np.isfinite(needed) else
-                f"not informative at any {size_name} the fitted curve reaches")
+        largest, limit, rng_txt = extrapolation_range(sizes, size)
+        curve += f" ({rng_txt})"
+        if fit[1].value + slope.value * np.log(size) - hw > margin:
+            why_none = (f"needs a larger run to tell: the fitted curve already clears the margin at the {size_name} "
+                        f"run ({size:g}), where the measured gain does not")
+        else:
+            for n in _grid(size, limit):
+                if fit[1].value + slope.value * np.log(n) - hw > margin:
+                    needed = float(n)
+                    break
+            else:
+                why_none = (f"not informative within {MAX_EXTRAPOLATION:g}x the largest {size_name} measured "
+                            f"({int(limit)}): needs a larger run to tell")
+    predicts = "to be informative (the parts are then judged)" if np.isfinite(needed) else why_none
     line = PredictedPowerLine(f"regime not informative at this scale ({models} gain over chance vs margin "
                               f"{margin:.3f})", hw, float("nan"), size_name, float(size), needed, predicts,
                               f"extrapolated; learning curve (gain by {size_name}) {curve}, {slope_txt}")
     reason = (f"regime not informative at this scale: {head}; learning curve (gain by {size_name}) {curve}, "
               f"{slope_txt}; " + (f"informative at {size_name} ~ {int(np.ceil(needed))} (extrapolated)"
-                                  if np.isfinite(needed) else "no informative size predicted"))
+                                  if np.isfinite(needed) else why_none))
     return Regime(Status.UNDECIDED, gain, margin, chance, slope, reason, line)
 
 
