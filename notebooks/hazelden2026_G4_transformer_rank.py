@@ -68,7 +68,9 @@ a, b = ev["figure_data"]["bound_mult"], ev["figure_data"]["bound_add"]
 ax.plot(xx, a * xx + b, "k--", lw=1, label=f"bound {a:g} PR(x) + {b:g}")
 ax.set(xlabel="input effective dimension PR(x) (centred covariance)",
        ylabel="GeNTK participation ratio over (sample, time)")
-ax.legend(fontsize=7)
+lo, hi = ax.get_ylim()
+ax.set_ylim(lo, lo + 1.8 * (hi - lo))  # room for the legend above the curves
+ax.legend(fontsize=6.5, loc="upper left")
 ax = axes[1]
 first = min(u["seed"] for u in res["rows"])
 for i, k in enumerate(dims):

@@ -20,15 +20,17 @@ transformer example has none).
 
 **G1** compares the forward-pass core and the autodiff core at every site in fp64 and fp32.
 
-**G4** (claim source: kpflow ``examples/transformer_validation/main.py``) computes the GeNTK of
-the internal states -- the weight-site variables :math:`V` -- partial-averaged over the feature
+**G4** (claim source: kpflow ``examples/transformer_validation/main.py``) uses that example's
+architecture instead (:class:`SiteAttentionMLP`: input projection, one attention layer without mask,
+residual or LayerNorm, a GELU MLP) and computes the GeNTK of its internal states -- all weight-site
+variables :math:`V` (3 x h0, per-head outputs, every MLP hidden) -- partial-averaged over the feature
 axis, an operator on (sample, time) points, assembled from the cores:
 :math:`\Theta_u = \sum_W \mathcal P_W \mathcal K_W \mathcal P_W^*` with :math:`u = \operatorname{mean}_i V_i`,
 :math:`\mathcal P_W = \partial u / \partial y_W` (autodiff) and
 :math:`\mathcal K_W = (V_W V_W^\top) \otimes I` (forward pass) (:func:`gentk_states`). Its
 participation ratio is compared with the input's effective dimension (:func:`input_effdim`) for
-inputs of controlled rank :math:`x = A z`, :math:`z \in \mathbb R^k`; the output-state GeNTK is
-reported alongside.
+inputs of controlled rank :math:`x = A z`, :math:`z \in \mathbb R^k`; the GeNTKs of the MLP's post-GELU
+features and of the outputs are reported alongside.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ class Transformer(nn.Module):
     """Embedding -> ``n_layers`` blocks -> final LN -> linear readout (per time step).
 
     ``code`` (optional, shape (T_max, d_model)) is a fixed, untrained code added to the embedding at each time
-    step (a buffer, not a parameter): G4's full-rank negative control (:func:`full_rank_code`)."""
+    step (a buffer, not a parameter; G4's negative control of criterion version 3, now
+    :class:`SiteAttentionMLP`'s input code)."""
 
     def __init__(self, d_in: int, d_model: int = 64, n_heads: int = 1, d_mlp: int = 128, n_layers: int = 3,
                  d_out: int = 1, layernorm: bool = True, code: torch.Tensor | None = None):
@@ -189,15 +192,6 @@ def time_code(x: np.ndarray, seed: int, n_dirs: int = G4_CODE_DIRECTIONS) -> np.
     t = np.arange(t_len)[:, None]
     waves = [f(2 * np.pi * (j + 1) * t / t_len) for j in range(n_dirs // 2) for f in (np.cos, np.sin)]
     return np.sqrt(2 * lam1) * np.concatenate(waves, 1) @ u.T
-
-
-def full_rank_code(seq_len: int, d_model: int, seed: int) -> torch.Tensor:
-    r"""G4's negative control: a fixed random code :math:`c_t \sim \mathcal N(0, I)` per time step (float64,
-    shape (T, d_model)), of the order of the embedding's output (per-unit variance 1/3 for unit-variance inputs
-    under PyTorch's default init). Added to the embedding, it makes the map from (sample, time) points to the
-    internal states full rank over time (rank up to min(T, d_model)) whatever the input's dimension."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(seq_len, d_model, generator=g, dtype=torch.float64)
 
 
 def build(params: dict[str, Any], dtype: torch.dtype, seed: int, code: torch.Tensor | None = None) -> Transformer:
