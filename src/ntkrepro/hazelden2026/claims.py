@@ -439,8 +439,9 @@ def control_g3_short_of_margin(results: Results) -> Results:
     :math:`\alpha_m = \min(1, \log r / \log \rho_m)`, :math:`r` = :data:`G3_NEAR_MISS_RATIO` and
     :math:`\rho_m` the lowest seed-geometric-mean ratio :math:`PR(g)/PR(1)` of model ``m`` (as part (a) computes
     it). The shrink is monotone within each (model, seed), so the ordering of that seed's ranks is the real run's
-    (part (b) changes only where runs of different seeds swap order); the losses are kept. Only ``pr_full`` (the participation ratio both parts judge) changes; a model
-    whose deepest reduction is already above ``r`` keeps its own. Judged by :func:`evaluate_g3`."""
+    (part (b) changes only where runs of different seeds swap order); the losses are kept. Only ``pr_full`` (the
+    participation ratio both parts judge) changes; a model whose deepest reduction is already above ``r`` keeps its
+    own. Judged by :func:`evaluate_g3`."""
     out: dict[str, Any] = {}
     for stem, r in results.items():
         if not stem.startswith("G3_"):
