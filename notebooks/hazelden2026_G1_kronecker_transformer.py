@@ -40,7 +40,11 @@ for k, (dname, marker) in enumerate([("float64", "o"), ("float32", "s")]):
                label=f"{dname} (max {err.max():.1e})")
     ax.axhline(TOL[dname], color=f"C{k}", ls="--", lw=1, label=f"{dname} tolerance {TOL[dname]:.0e}")
 ctl = np.array([s.get("control_rel_error", np.nan) for s in res["dtypes"]["float64"]["sites"]])
-ax.scatter(x, ctl, marker="x", color="0.4", zorder=3, label="control: rows of V permuted (float64)")
+ax.scatter(x, ctl, marker="x", color="0.4", zorder=3, label="precision condition: rows of V permuted (float64)")
+nob = np.array([np.nan if s.get("nobias_rel_error") is None else s["nobias_rel_error"]
+                for s in res["dtypes"]["float64"]["sites"]])
+ax.scatter(x, nob, marker="v", color="C3", zorder=3,
+           label="negative control: bias column dropped (float64; judged at the smallest)")
 ax.set(yscale="log", ylim=(FLOOR / 3, 10), ylabel="rel. Frobenius error of core")
 ax.set_xticks(x, sites, rotation=60, ha="right", fontsize=7)
 ax.legend(fontsize=7, ncol=3, loc="center left")

@@ -40,7 +40,10 @@ for k, kind in enumerate(ev["figure_data"]["kinds"]):
     ax.plot(layers + (k - 1.5) * 0.12, np.maximum(err, FLOOR), "o", ms=4, label=kind)
 tol = ev["figure_data"]["tolerance"]
 ax.axhline(tol, color="k", ls="--", lw=1, label=f"tolerance {tol:.0e} (float32)")
-ax.set(yscale="log", ylim=(FLOOR / 3, 1e-3), xlabel="layer", ylabel="rel. error of the Kronecker core")
+nob = [(s["layer"], s["nobias_rel_error"]) for s in res["sites"] if s.get("nobias_rel_error") is not None]
+if nob:
+    ax.plot(*zip(*nob), "v", color="0.5", ms=3, label="negative control: bias column dropped (judged at the smallest)")
+ax.set(yscale="log", ylim=(FLOOR / 3, 1), xlabel="layer", ylabel="rel. error of the Kronecker core")
 ax.legend(fontsize=7, ncol=3, loc="upper left")
 label = "PRETRAINED weights" if res["weights"] == "pretrained" else "RANDOM-INIT weights (substitute)"
 ax.set_title(f"G2: {res['arch']} ({res['n_parameters']:,} parameters), {label}",

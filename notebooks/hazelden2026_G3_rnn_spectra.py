@@ -83,19 +83,20 @@ for row, m in enumerate(models):
     ax.legend(fontsize=6)
 ax = fig.add_subplot(gs[len(models), :2])
 markers = {"rnn": "o", "gru": "s"}
-ok_ratios = [u["loss_ratio"] for u in runs if not u["diverged"] and np.isfinite(u["loss_ratio"])]
+learned = [not u["diverged"] and np.isfinite(u["loss_ratio"]) for u in runs]
+ok_ratios = [u["loss_ratio"] for u, ok in zip(runs, learned) if ok]
 top = 1.5 * max(ok_ratios) if ok_ratios else 1.0
-for u in runs:
-    y = u["loss_ratio"] if not u["diverged"] else top  # diverged runs: drawn at the top edge, red
+for u, ok in zip(runs, learned):
+    y = u["loss_ratio"] if ok else top  # runs that diverged or did not learn: the worst learners, top edge, red
     ax.scatter(u["pr_full"] / u["dim_full"], y, color=color(u["scale"]), marker=markers.get(u["model"], "x"),
-               edgecolors="r" if u["diverged"] else "none", linewidths=1.5, s=30)
+               edgecolors="none" if ok else "r", linewidths=1.5, s=30)
 ax.set_ylim(top=top * 1.3)
 for m in models:
     ax.scatter([], [], marker=markers.get(m, "x"), color="0.4", label=m.upper())
 rho, pooled = ev["measured"]["spearman_pr_vs_loss_ratio_within_model"], ev["measured"]["spearman_pr_vs_loss_ratio_pooled"]
 ax.set(xscale="log", yscale="log", xlabel="GeNTK participation ratio / N at init", ylabel="final / initial loss",
-       title=(f"all runs (colour = g; red edge at the top = diverged, excluded): within-model Spearman over distinct runs "
-              f"{interval_text(rho)} (judged); pooled {interval_text(pooled)}"))
+       title=(f"all runs (colour = g; red edge at the top = diverged, ranked as the worst learners): within-model "
+              f"Spearman over distinct runs {interval_text(rho)} (judged); pooled {interval_text(pooled)}"))
 ax.legend(fontsize=7)
 ax = fig.add_subplot(gs[len(models), 2])
 ax.axis("off")

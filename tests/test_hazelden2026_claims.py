@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ntkrepro.hazelden2026 import claims
-from ntkrepro.ledger import Verdict, get_claim, make_entry, make_evaluation
+from ntkrepro.ledger import UNINFORMATIVE, Verdict, get_claim, make_entry, make_evaluation
 from ntkrepro.stats import participation_ratio, spearman, stratified_spearman_ci
 
 KINDS1 = ["embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"]
@@ -15,8 +15,11 @@ KINDS2 = sorted(claims.G2_KINDS)
 
 
 # ------------------------------------------------------------------------------------------ G1
-def g1(err64=1e-17, err32=1e-8, kinds=KINDS1, control=0.5):
-    sites = lambda e: [{"site": k, "kind": k, "rel_error": e, "control_rel_error": control} for k in kinds]  # noqa: E731
+def g1(err64=1e-17, err32=1e-8, kinds=KINDS1, control=0.5, nobias=lambda i: 0.01 * (i + 1)):
+    """Sites with the given errors; ``control`` = row-permuted core's error (the precision condition),
+    ``nobias(i)`` = error of the core without the bias column at site i (the negative control)."""
+    sites = lambda e: [{"site": k, "kind": k, "rel_error": e, "control_rel_error": control,  # noqa: E731
+                        "nobias_rel_error": nobias(i)} for i, k in enumerate(kinds)]
     return {"G1_kronecker_transformer": {
         "dtypes": {"float64": {"sites": sites(err64)}, "float32": {"sites": sites(err32)}},
         "params": dict(d_in=16, d_model=64, n_heads=1, d_mlp=128, n_layers=3, seq_len=50, batch=8, n_units=4, seed=0),
@@ -29,7 +32,7 @@ def test_g1_four_directions():
     assert claims.evaluate_g1(g1(err32=2e-5), "paper").verdict is Verdict.NOT_REPRODUCED
     ev = claims.evaluate_g1(g1(kinds=KINDS1[:-1]), "paper")        # a site kind missing
     assert ev.verdict is Verdict.INCONCLUSIVE and ev.power and "7 of 8" in ev.power[0].text()
-    # underpowered: a negative control that does not discriminate (wrong core looks right) never passes
+    # underpowered: the precision condition fails (the row-permuted core looks right): never passes
     ev = claims.evaluate_g1(g1(control=1e-6), "paper")
     assert ev.verdict is Verdict.INCONCLUSIVE and any("negative control" in p.text() for p in ev.power)
     ev = claims.evaluate_g1(g1(), "smoke")
@@ -37,9 +40,10 @@ def test_g1_four_directions():
 
 
 # ------------------------------------------------------------------------------------------ G2
-def g2(err=1e-7, n_layers=24, weights="random_init", drop=False, control=0.7):
-    sites = [{"site": f"l{l}.{k}", "layer": l, "kind": k, "rel_error": err, "control_rel_error": control}
-             for l in range(n_layers) for k in KINDS2]
+def g2(err=1e-7, n_layers=24, weights="random_init", drop=False, control=0.7, nobias=lambda i: 1e-4 * (i + 1)):
+    sites = [{"site": f"l{l}.{k}", "layer": l, "kind": k, "rel_error": err, "control_rel_error": control,
+              "nobias_rel_error": nobias(l * len(KINDS2) + j)}
+             for l in range(n_layers) for j, k in enumerate(KINDS2)]
     if drop:
         sites = sites[:-1]
     return {"G2_kronecker_pythia": {"sites": sites, "n_layers": n_layers, "weights": weights, "arch": "pythia-410m",
@@ -65,16 +69,34 @@ def _prov(res):
 
 
 @pytest.mark.parametrize("claim, fake", [("G1", g1), ("G2", g2)])
-def test_g1_g2_row_permuted_control_judged_by_the_criterion(claim, fake):
-    """The row-permuted core is judged by the same criterion: rejected (not_reproduced) when the wrong core's error
-    exceeds the tolerances; a wrong core that looks right (error below the tolerance) is not rejected and caps
-    the claim at inconclusive."""
+def test_g1_g2_bias_column_control_judged_by_the_criterion(claim, fake):
+    """The near-miss control (issue 28): the core exact everywhere but at the one site where leaving out the bias's
+    constant-1 column changes it least. Judged by the same criterion it is rejected when that smallest error exceeds
+    the tolerance; a wrong core within the tolerance passes too, and the claim is inconclusive (uninformative), not
+    reproduced (ledger control rule of commit 49365b4)."""
     e = make_evaluation(claim, _prov(fake()), scale="default")
     (c,) = e["controls"]
-    assert c["name"] == "row_permuted_variables" and c["verdict"] == "not_reproduced" and c["rejected"]
+    assert c["name"] == "bias_column_dropped" and c["verdict"] == "not_reproduced" and c["rejected"]
     assert e["verdict"] == "reproduced"
-    e = make_evaluation(claim, _prov(fake(control=1e-12)), scale="default")
-    assert not e["controls"][0]["rejected"] and e["verdict"] == "inconclusive"
+    # the smallest no-bias error (site 0: 0.01 resp. 1e-4) is the control's largest error
+    key = "max_rel_error_float64" if claim == "G1" else "max_rel_error_float32"
+    assert c["measured"][key] == pytest.approx(0.01 if claim == "G1" else 1e-4)
+    # a wrong core within the tolerances at its least-affected site: the control passes, the claim cannot
+    e = make_evaluation(claim, _prov(fake(nobias=lambda i: 1e-12 * (i + 1))), scale="default")
+    assert e["controls"][0]["verdict"] == "reproduced" and e["criterion_verdict"] == "reproduced"
+    assert e["verdict"] == "inconclusive" and UNINFORMATIVE in e["reason"] and "bias_column_dropped" in e["reason"]
+
+
+def test_bias_control_changes_only_the_least_affected_site():
+    res = g1(nobias=lambda i: [0.3, 0.02, 0.5, 0.04, 0.6, 0.7, 0.8, 0.9][i])
+    ctl = claims.control_g1_bias_dropped(res)["G1_kronecker_transformer"]["dtypes"]["float64"]["sites"]
+    changed = [s for s in ctl if s["rel_error"] != 1e-17]
+    assert [s["site"] for s in changed] == ["q"] and changed[0]["rel_error"] == 0.02
+    res = g2()
+    for s in res["G2_kronecker_pythia"]["sites"]:
+        s.pop("nobias_rel_error")
+    with pytest.raises(ValueError, match="nobias_rel_error"):
+        claims.control_g2_bias_dropped(res)
 
 
 # ------------------------------------------------------------------------------------------ G3
@@ -178,15 +200,55 @@ def test_g3_too_few_seeds_or_no_reference_scale_is_undecided():
     assert ev.parts["a_low_rank"].value == "undecided" and any("reference scale" in p.text() for p in ev.power)
 
 
-def test_g3_equal_ranks_control_is_rejected():
+def test_g3_near_miss_control_falls_just_short_of_the_margin():
+    """Issue 28: the control keeps the runs, their losses and each seed's ordering of ranks (part (b) nearly the
+    real run's) and shrinks every model's rank reductions so that the deepest one is 0.6 of g = 1's PR, just short
+    of the margin 1/2. With tight seeds the criterion refutes part (a) there; the real run (deepest reduction 0.2)
+    reproduces."""
     res = _prov(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02))
     e = make_evaluation("G3", res, scale="default")
     (c,) = e["controls"]
-    assert c["name"] == "equal_ranks" and c["verdict"] == "not_reproduced" and c["parts"]["a_low_rank"] == "refuted"
+    assert c["name"] == "rank_reduction_short_of_margin" and c["verdict"] == "not_reproduced"
+    assert c["parts"]["a_low_rank"] == "refuted" and c["parts"]["b_rank_vs_learning"] == "holds"
+    assert c["measured"]["lowest_pr_ratio_to_g1"]["value"] == pytest.approx(claims.G3_NEAR_MISS_RATIO, rel=1e-9)
+    assert c["measured"]["spearman_pr_vs_loss_ratio_within_model"]["value"] == pytest.approx(   # within-seed order
+        e["measured"]["spearman_pr_vs_loss_ratio_within_model"]["value"], abs=0.05)            # kept
     assert e["verdict"] == "reproduced"
-    ctl = claims.control_g3_equal_ranks(res)["G3_rnn_spectra"]["runs"]
-    ref = {(u["model"], u["seed"]): u["pr_full"] for u in ctl if u["scale"] == 1.0}
-    assert all(u["pr_full"] == ref[(u["model"], u["seed"])] for u in ctl)
+    # g = 1 itself is untouched; a model whose reductions are already short of 0.6 keeps its own ranks
+    ctl = claims.control_g3_short_of_margin(res)["G3_rnn_spectra"]
+    ref = {(u["model"], u["seed"], u["scale"]): u["pr_full"] for u in res["G3_rnn_spectra"]["runs"]}
+    assert all(u["pr_full"] == ref[(u["model"], u["seed"], u["scale"])] for u in ctl["runs"] if u["scale"] == 1.0)
+    mild = g3(pr_frac=lambda i: 0.04 + 0.002 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
+    out = claims.control_g3_short_of_margin(mild)["G3_rnn_spectra"]
+    assert out["near_miss_alpha"] == {"gru": 1.0, "rnn": 1.0} and out["runs"] == mild["G3_rnn_spectra"]["runs"]
+
+
+def test_g3_diverged_low_rank_runs_are_counted_as_worst_learners():
+    """CLAIMS.md G3 / issue 28: a run that diverged is the paper's plateau case -- ranked as the worst learner,
+    never dropped. Here the two lowest-rank initialisations diverge and the others learn equally (noise only):
+    counting the diverged runs, lower initial rank goes with worse learning; dropping them (criterion v5) leaves
+    no association to see."""
+    div = {(m, g, s) for m in ("rnn", "gru") for g in SCALES[:2] for s in range(5)}   # exactly a third
+    res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.5, noise=0.1, diverged=div, rng_seed=4)
+    for u in res["G3_rnn_spectra"]["runs"]:
+        if u["diverged"]:
+            u["loss_ratio"] = u["loss_final"] = float("nan")
+    ev = claims.evaluate_g3(res, "default")
+    iv = ev.measured["spearman_pr_vs_loss_ratio_within_model"]
+    assert ev.measured["n_distinct_points"] == 60 and len(ev.measured["diverged"]) == 20
+    assert ev.measured["diverged_ranked_worst"] == 20 and "ranked as the worst learners" in ev.reason
+    assert iv.high <= 0 and ev.parts["b_rank_vs_learning"].value == "holds" and ev.verdict is Verdict.REPRODUCED
+    # the same runs with the diverged ones dropped (criterion v5's filter): the association is not seen
+    kept = copy.deepcopy(res)
+    kept["G3_rnn_spectra"]["runs"] = [u for u in kept["G3_rnn_spectra"]["runs"] if not u["diverged"]]
+    ev5 = claims.evaluate_g3(kept, "default")
+    assert ev5.parts["b_rank_vs_learning"].value != "holds"
+    # a diverged run with a finite but huge loss ratio ranks the same as one with none
+    for u in res["G3_rnn_spectra"]["runs"]:
+        if u["diverged"]:
+            u["loss_ratio"] = 1e6
+    iv2 = claims.evaluate_g3(res, "default").measured["spearman_pr_vs_loss_ratio_within_model"]
+    assert (iv2.value, iv2.low, iv2.high) == (iv.value, iv.low, iv.high)
 
 
 def test_g3_inconclusive_when_more_than_a_third_diverge():
@@ -223,19 +285,22 @@ def _g4_rows(pr_time, seeds, noise, rng, reported=True):
             prt = float(pr_time(prx) + noise * rng.standard_normal())
             rows.append({"seed": s, "k": k, "pr_input": prx, "er_input": prx, "pr_time": prt, "er_time": prt,
                          "spectrum_time": [1.0]}
-                        | ({"pr_out": prt, "er_out": prt, "pr_internal": prx + 0.1, "er_internal": prx} if reported else {}))
+                        | ({"pr_out": prt, "er_out": prt, "pr_post_gelu": 2 * prx + 3, "er_post_gelu": prx}
+                           if reported else {}))
     return rows
 
 
-def g4(pr_time, seeds=8, noise=0.0, check=1e-15, rng_seed=0, control=lambda x: 40.0, state="mlp_hidden"):
-    """Rows with PR_time = pr_time(PR_x) (+ noise); the full-rank control's rows follow ``control``."""
+def g4(pr_time, seeds=8, noise=0.0, check=1e-15, rng_seed=0, control=lambda x: x + 2.5, state="internal",
+       arch="site_attention_mlp"):
+    """Rows with PR_time = pr_time(PR_x) (+ noise); the time-code control's rows follow ``control`` (default: two
+    directions more than the input, the near miss); the post-GELU state (reported) is 2 PR_x + 3, above the bound."""
     rng = np.random.default_rng(rng_seed)
-    common = {"input_dims": DIMS, "fourier_rows": [], "fourier_modes": [], "state": state,
-              "state_core_vs_autodiff_rel_error": check, "params": {"layernorm": False}}
+    common = {"input_dims": DIMS, "fourier_rows": [], "fourier_modes": [], "state": state, "arch": arch,
+              "state_core_vs_autodiff_rel_error": check, "params": {"mlp_layers": 3}}
     return {"G4_transformer_rank": {**common, "rows": _g4_rows(pr_time, seeds, noise, rng),
-                                    "internal_core_vs_autodiff_rel_error": check,
+                                    "post_gelu_core_vs_autodiff_rel_error": check,
                                     "output_core_vs_autodiff_rel_error": check,
-                                    "controls": {"full_rank_internal": {
+                                    "controls": {"time_code": {
                                         **common, "rows": _g4_rows(control, seeds, noise, rng, reported=False)}}}}
 
 
@@ -257,18 +322,32 @@ def test_g4_four_directions():
     assert ev.verdict is Verdict.INCONCLUSIVE and "seeds < 5" in ev.power[0].text()
 
 
-def test_g4_full_rank_control_judged_by_the_criterion():
-    """The full-rank internal map must break the bound (control rejected). A measured state whose GeNTK tracks
-    the input's rank whatever the internal map (an affine image of x: the control gives the same numbers) is
-    not rejected, and the claim is capped at inconclusive (issue 21: G4 held nearly by construction)."""
+def test_g4_time_code_control_judged_by_the_criterion():
+    """The near-miss control (issue 28): two temporal directions more than the input's effective dimension break the
+    bound 1.25 PR_x + 1 at small k, so the criterion rejects it. A control that stays within the bound as well
+    (the measurement cannot see the extra directions) is not rejected: the claim is inconclusive with the reason
+    'holds in time_code too: uninformative at this scale' (ledger control rule of commit 49365b4)."""
     e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05)), scale="default")
     (c,) = e["controls"]
-    assert c["name"] == "full_rank_internal" and c["verdict"] == "not_reproduced" and c["parts"]["a_bound"] == "refuted"
-    assert e["verdict"] == "reproduced" and e["measured"]["pr_internal_mean"]
+    assert c["name"] == "time_code" and c["verdict"] == "not_reproduced" and c["parts"]["a_bound"] == "refuted"
+    assert e["verdict"] == "reproduced"
+    # the post-GELU state is reported beside the verdict (here above the bound), never judged
+    assert e["measured"]["post_gelu_max_excess_over_bound"] > 0 and "reported, not judged: post-GELU" in e["reason"]
+    assert e["measured"]["pr_post_gelu_mean"]
     e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05, control=lambda x: 0.9 * x + 0.5)),
                         scale="default")
-    assert e["criterion_verdict"] == "reproduced" and not e["controls"][0]["rejected"]
-    assert e["verdict"] == "inconclusive" and "full_rank_internal" in e["reason"]
+    assert e["criterion_verdict"] == "reproduced" and e["controls"][0]["verdict"] == "reproduced"
+    assert e["verdict"] == "inconclusive" and UNINFORMATIVE in e["reason"] and "time_code" in e["reason"]
+
+
+def test_g4_judges_the_examples_state_on_the_examples_model():
+    """A result of another state or model is labelled a substitute; the slack needed is reported."""
+    ev = claims.evaluate_g4(g4(lambda x: 1.1 * x, noise=0.01), "default")
+    assert not any("instead of" in t for t in ev.substitutes)
+    assert ev.measured["slack_mult_needed"] == pytest.approx(1.1 - 1 / (0.8 * DIMS[-1]), abs=0.02)  # (1.1 PR_x - 1) / PR_x
+    assert ev.measured["slack_mult_needed"] < claims.G4_SLACK_MULT and "3 x h0" in ev.reason
+    ev = claims.evaluate_g4(g4(lambda x: 1.1 * x, noise=0.01, state="mlp_hidden", arch="residual"), "default")
+    assert sum("instead of" in t for t in ev.substitutes) == 2
 
 
 def test_g4_no_trend_is_not_a_pass():
@@ -311,22 +390,26 @@ def test_stratified_spearman_ci():
 
 def test_ledger_entries_carry_amendments_and_source():
     spec = get_claim("G1")
-    assert spec.paper == "hazelden2026" and "1e-10" in spec.criterion and spec.version == 2
+    assert spec.paper == "hazelden2026" and "1e-10" in spec.criterion and spec.version == 3
     res = copy.deepcopy(g1())
     res["G1_kronecker_transformer"]["provenance"] = {"x": 1}
     entry = make_entry("G1", res, scale="smoke")
     assert entry["verdict"] == "reproduced" and entry["measured"]["max_rel_error_float64"] == 1e-17
     g3spec = get_claim("G3")
-    assert g3spec.version == 5 and len(g3spec.amendments) == 4 and "g = 1" in g3spec.criterion
+    assert g3spec.version == 6 and len(g3spec.amendments) == 5 and "g = 1" in g3spec.criterion
+    assert "worst learner" in g3spec.criterion and "+0.97" in g3spec.amendments[-1].previous["default"]
     assert "0.05" in g3spec.amendments[0].change and "diverge" in g3spec.amendments[0].why
     assert "some RNN initializations" in g3spec.statement
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
     res["G3_rnn_spectra"]["provenance"] = {}
     entry = make_entry("G3", res, scale="default")
-    assert entry["criterion_version"] == 5 and len(entry["amendments"]) == 4
+    assert entry["criterion_version"] == 6 and len(entry["amendments"]) == 5
     assert all(a["previous"] for a in entry["amendments"])
     g4spec = get_claim("G4")
-    assert "kpflow" in g4spec.statement and g4spec.version == 3 and "post-nonlinearity" in g4spec.criterion
+    assert "kpflow" in g4spec.statement and g4spec.version == 4 and "3 x h0" in g4spec.criterion
+    assert "1.25 PR_x + 1" in g4spec.criterion and claims.G4_SLACK_MULT == 1.25 and claims.G4_SLACK_ADD == 1.0
+    # every control of G1-G4 says why it is the nearest false alternative
+    assert all(c.why_nearest for cid in ("G1", "G2", "G3", "G4") for c in get_claim(cid).controls)
     assert g4spec.statement.endswith(f"Source: {claims.G4_SOURCE}.")   # the source the entries name
     res = g4(lambda x: 2 * x + 3, seeds=2)
     res["G4_transformer_rank"]["provenance"] = {}

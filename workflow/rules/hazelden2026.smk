@@ -8,7 +8,7 @@ validate_section("hazelden2026", "../schemas/hazelden2026.schema.yaml")
 rule G1_hazelden2026_kronecker_transformer:
     """Per-site forward-pass vs autodiff Kronecker core, fp64 + fp32 (ntkrepro.hazelden2026.transformer.run_g1)."""
     message:
-        job_message("G1", "Kronecker core vs autodiff, self-attention transformer (+ shuffled-rows control)")
+        job_message("G1", "Kronecker core vs autodiff, self-attention transformer (+ bias-dropped control)")
     output:
         results=f"{R}/hazelden2026/G1_kronecker_transformer.json",
     log:
@@ -46,7 +46,7 @@ register_claim("G1", "hazelden2026", [rules.G1_hazelden2026_kronecker_transforme
 rule G2_hazelden2026_kronecker_pythia:
     """Per-layer forward-pass vs autodiff Kronecker core on GPTNeoX (ntkrepro.hazelden2026.pythia.run_g2)."""
     message:
-        job_message("G2", "Kronecker core vs autodiff, Pythia-410M layers (+ shuffled-rows control)")
+        job_message("G2", "Kronecker core vs autodiff, Pythia-410M layers (+ bias-dropped control)")
     output:
         results=f"{R}/hazelden2026/G2_kronecker_pythia.json",
     log:
@@ -121,9 +121,9 @@ register_claim("G3", "hazelden2026", [rules.G3_hazelden2026_rnn_spectra.output.r
                ["hazelden2026_G3_rnn_spectra"])
 
 
-# ---- G4: transformer GeNTK (internal states, partial-averaged) rank vs input effective dimension
+# ---- G4: transformer GeNTK (all weight-site variables, partial-averaged) rank vs input effective dimension
 rule G4_hazelden2026_transformer_rank:
-    """Participation ratio of the internal-state GeNTK vs input effective dimension (ntkrepro.hazelden2026.transformer.run_g4)."""
+    """Participation ratio of the GeNTK of all weight-site variables vs input effective dimension (ntkrepro.hazelden2026.transformer.run_g4)."""
     message:
         job_message("G4", "transformer GeNTK temporal rank vs input dimension")
     output:
@@ -149,13 +149,15 @@ register_figure(
     results=[rules.G4_hazelden2026_transformer_rank.output.results],
     caption=(
         "G4 (Hazelden et al. 2026; claim taken from the authors' library example kpflow "
-        "examples/transformer_validation): participation ratio of the self-attention transformer's "
-        "GeNTK on the MLP's post-GELU features (partial-averaged over features as in kpflow; assembled "
-        "from forward-pass Kronecker cores) against the input's effective dimension (participation ratio "
-        "of the centred input covariance), for rank-k inputs (judged; seed mean and range) and "
-        "Fourier-feature inputs (reported); dotted: the output-state GeNTK and the mean of all weight-site "
-        "variables (kpflow's state, reported); crosses: the negative control (a full-rank internal map); "
-        "the dashed black line is the pre-registered bound 1.25 PR(x) + 1. Right: temporal spectra (first seed)."
+        "examples/transformer_validation): participation ratio of the GeNTK of all weight-site variables "
+        "(3 x h0, per-head outputs, every MLP hidden: the state the example measures and the verdict judges) "
+        "of the example's architecture (one attention layer without mask or residual, a 3-layer GELU MLP), "
+        "partial-averaged over features as in kpflow and assembled from forward-pass Kronecker cores, against "
+        "the input's effective dimension (participation ratio of the centred input covariance), for rank-k "
+        "inputs (judged; seed mean and range) and Fourier-feature inputs (reported); dotted: the output-state "
+        "GeNTK and the MLP's post-GELU features (reported, not judged); crosses: the negative control (two "
+        "sinusoidal time directions added to the input, each as strong as the data's strongest); the dashed "
+        "black line is the pre-registered bound 1.25 PR(x) + 1. Right: temporal spectra (first seed)."
     ),
 )
 register_claim("G4", "hazelden2026", [rules.G4_hazelden2026_transformer_rank.output.results],

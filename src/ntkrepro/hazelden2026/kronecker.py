@@ -218,7 +218,10 @@ def compare_sites(model: nn.Module, forward: Callable[[nn.Module], object], site
         # negative control: the same core built from row-permuted site variables (must NOT match)
         perm = torch.randperm(len(r), generator=torch.Generator().manual_seed(0))
         k_ctl = forward_core(v[r][perm], torch.arange(len(r)), u, include_bias=bias)
+        # near-miss control: the core without the bias's constant-1 site variable, (V V^T) (x) I (sites with a bias)
+        nobias = relative_error(forward_core(v, r, u, include_bias=False), k_ad) if bias else None
         out[name] = {"rel_error": relative_error(k_fwd, k_ad), "control_rel_error": relative_error(k_ctl, k_ad),
+                     "nobias_rel_error": nobias,
                      "n_rows": int(len(r)), "n_units": len(u),
                      "n_in": int(mod.in_features), "n_out": int(n_out), "bias": bool(bias),
                      "core_norm": float(torch.linalg.norm(k_ad))}
