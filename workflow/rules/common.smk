@@ -1,6 +1,7 @@
 # Shared helpers: paths, the claim/figure registry, and the command lines rules use.
 # Orchestration only -- all computation is in src/ntkrepro.
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -9,6 +10,9 @@ from ntkrepro.io import canonical_hash
 from ntkrepro.provenance import source_hash
 from ntkrepro.replicates import replicate_config, replicate_dir, replicated_claims
 
+# results_dir normalised ("results/", "./results" and "results" are one folder), so that the single-claim
+# targets (results/claims/H1.json) match the rules' outputs whichever way it was written.
+config["results_dir"] = os.path.normpath(config["results_dir"])
 R = config["results_dir"]
 SCALE = config["scale"]
 # Replicates (Snakefile, ntkrepro.replicates): how many (replicate 0 = this run), and which one this
