@@ -130,3 +130,266 @@ def test_results_dir_spelling_is_normalised(tmp_path, rd):
     out = _dry(ROOT / "config/smoke.yaml", over)
     assert out.returncode == 0, (out.stdout + out.stderr)[-2000:]
     assert "No rule to produce" not in out.stdout + out.stderr
+
+
+# ---- the NaN rule: a NaN never counts as a refutation or a rejected control ----------------------
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from ntkrepro import ledger  # noqa: E402
+from ntkrepro.io import TamperedFileError, read_json, seal, write_json, write_npz  # noqa: E402
+from ntkrepro.ledger import Evaluation, Verdict  # noqa: E402
+from ntkrepro.stats import Interval  # noqa: E402
+
+ALL_CLAIMS = sorted(ledger.registered_claims())
+
+
+def test_every_claim_is_covered():
+    assert len(ALL_CLAIMS) >= 21
+
+
+@pytest.mark.parametrize("cid", ALL_CLAIMS)
+def test_nan_rule_for_every_registered_criterion_and_control(cid, monkeypatch):
+    """The generic layer for each registered claim and each of its registered controls: a criterion
+    that says not_reproduced on measured values holding a NaN (in an interval, a list, a plain number)
+    gives inconclusive, naming the value; its control is not rejected; a finite refutation stays one."""
+    spec = ledger.get_claim(cid)
+    assert spec.controls, f"{cid} has no control"
+
+    def fake(results, scale):
+        x = results["fake"]["x"]
+        return Evaluation({"effect": Interval(x, x - 1.0, x + 1.0), "per_width": [1.0, x]},
+                          Verdict.NOT_REPRODUCED, f"effect {x}")
+
+    monkeypatch.setitem(ledger._REGISTRY, cid, dataclasses.replace(spec, evaluate=fake))
+    for c in spec.controls:
+        ledger.control_function(cid, c.name)  # every pre-registered control has its function
+        monkeypatch.setitem(ledger._CONTROLS, (cid, c.name), lambda r: r)
+    e = ledger.make_evaluation(cid, {"fake": {"x": float("nan")}}, scale="smoke")
+    assert e["criterion_verdict"] == "not_reproduced" and e["verdict"] == "inconclusive"
+    assert "effect.value" in e["reason"] and ledger.NAN_NOT_EVIDENCE in e["reason"]
+    assert e["power"] and "NaN" in e["power"][-1]["text"]
+    assert all(c["verdict"] == "inconclusive" and not c["rejected"] for c in e["controls"])
+    assert len(e["controls"]) == len(spec.controls)
+    assert ledger.check_controls(e) == []
+    e = ledger.make_evaluation(cid, {"fake": {"x": 3.0}}, scale="smoke")  # finite: the refutation stands
+    assert e["verdict"] == "not_reproduced" and all(c["rejected"] for c in e["controls"])
+
+
+def test_nan_rule_leaves_reproduced_and_infinite_intervals_alone():
+    v, r, cap = ledger.apply_nan_rule(Verdict.NOT_REPRODUCED, "x", {"a": {"value": 1.0, "ci_low": -np.inf}})
+    assert v is Verdict.NOT_REPRODUCED and cap is None
+    v, r, cap = ledger.apply_nan_rule(Verdict.NOT_REPRODUCED, "x", {"a": [1.0, {"b": np.float64("nan")}]})
+    assert v is Verdict.INCONCLUSIVE and "a[1].b" in r
+
+
+def test_g1_nan_at_any_site_is_inconclusive_not_ignored():
+    from ntkrepro.hazelden2026 import claims as g
+
+    kinds = ["embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"]
+    sites = [{"site": k, "kind": k, "rel_error": 1e-17, "control_rel_error": 0.5} for k in kinds]
+    sites[3]["rel_error"] = float("nan")  # not the first site: Python's max ignored it
+    r = {"G1_kronecker_transformer": {
+        "dtypes": {"float64": {"sites": sites}, "float32": {"sites": [dict(s, rel_error=1e-8) for s in sites]}},
+        "params": dict(d_in=16, d_model=64, n_heads=1, d_mlp=128, n_layers=3, seq_len=50, batch=8, n_units=4, seed=0)}}
+    ev = g.evaluate_g1(r, "paper")
+    assert ev.verdict is Verdict.INCONCLUSIVE and np.isnan(ev.measured["max_rel_error_float64"])
+    assert any("NaN" in p.text() for p in ev.power)
+
+
+def _f1(err, nt_rel=1e-16, control=None):
+    W = [64, 256, 1024, 4096]
+    r = {"widths": W, "rel_error": err, "rel_error_of_seed_mean": [0.01] * 4,
+         "closed_vs_neural_tangents_max_rel": nt_rel, "params": {"n_boot": 200, "seed": 0}}
+    if control is not None:
+        r["controls"] = {"wrong_constant": control}
+    return {"F1_linear_attention": r}
+
+
+def test_f1_nan_control_is_not_rejected_and_nan_run_is_not_a_refutation():
+    rng = np.random.default_rng(0)
+    good = (2.0 * np.array([64, 256, 1024, 4096.0])[:, None] ** -0.5 * np.exp(rng.normal(0, .03, (4, 6)))).tolist()
+    nan = np.full((4, 6), np.nan).tolist()
+    ctrl = {"widths": [64, 256, 1024, 4096], "rel_error": nan, "rel_error_of_seed_mean": [np.nan] * 4,
+            "closed_vs_neural_tangents_max_rel": float("nan")}
+    e = ledger.make_entry("F1", _f1(good, control=ctrl), scale="default")
+    (c,) = e["controls"]
+    assert not c["rejected"] and c["verdict"] != "not_reproduced"
+    assert c["verdict"] == "inconclusive" and "NaN" in c["nan"]
+    # the control's refutation rested on a NaN: nothing shows the criterion could fail here
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "inconclusive"
+    assert "control 'wrong_constant'" in e["reason"] and ledger.check_controls(e) == []
+    e = ledger.make_entry("F1", _f1(good, nt_rel=float("nan"), control=ctrl), scale="default")
+    assert e["verdict"] == "inconclusive" and "closed_vs_nt_max_rel" in e["reason"]
+
+
+# ---- seals, canonical hashes, replicate summaries, the index, the table ---------------------------
+
+@pytest.fixture
+def f96():
+    """A throw-away claim F96 (reproduced iff effect > 0) with a control the criterion rejects."""
+    spec = ledger.ClaimSpec("F96", "framework", "s", "c", controls=(ledger.ControlSpec("null", "w", "y"),))
+
+    @ledger.register(spec)
+    def _evaluate(results, scale):
+        r = results["F96_x"]
+        x = float(r["effect"]) if "effect" in r else float(np.asarray(r["arr"]).sum())
+        return Evaluation({"effect": x}, ledger.decide(reproduced=x > 0, refuted=x < 0), f"effect {x}")
+
+    ledger.register_control("F96", "null")(lambda r: {"F96_x": {"effect": -1.0}})
+    yield
+    ledger._REGISTRY.pop("F96", None)
+    ledger._CONTROLS.pop(("F96", "null"), None)
+
+
+def _run(args, capsys):
+    rc = ledger.main(args)
+    return rc, capsys.readouterr().err
+
+
+def _chain(root: Path, capsys, replicates=2, effects=(1.0, 2.0)):
+    """results -> evaluation -> entry for replicate 1, then for the headline (replicate 0), then the table."""
+    claims = root / "claims"
+    reps = []
+    for r in range(replicates - 1, -1, -1):
+        base = root if r == 0 else root / "replicates" / f"r{r}"
+        res = base / "framework" / "F96_x.json"
+        write_json(res, seal({"effect": effects[r], "provenance": {"scale": "smoke"}}))
+        ev = base / "claims" / "evaluations" / "F96.json"
+        entry = base / "claims" / "F96.json"
+        assert ledger.main(["evaluate", "F96", "--results", str(res), "--scale", "smoke", "--replicate", str(r),
+                            "--out", str(ev)]) == 0
+        assert ledger.main(["entry", "F96", "--evaluation", str(ev), "--out", str(entry)]
+                           + (["--replicate-entries", *map(str, reps)] if r == 0 and reps else [])) == 0
+        reps.append(entry)
+    rc = ledger.main(_table_args(claims))
+    assert rc == 0, capsys.readouterr().err
+    capsys.readouterr()
+    return claims
+
+
+def _table_args(claims):
+    return ["table", str(claims / "F96.json"), "--csv", str(claims / "t.csv"), "--md", str(claims / "t.md"),
+            "--tex", str(claims / "t.tex"), "--index", str(claims / "index.json"), "--expected", "F96",
+            "--replicates", "2", "--replicated", "F96"]
+
+
+def test_intact_replicated_chain_passes(tmp_path, f96, capsys):
+    claims = _chain(tmp_path, capsys)
+    rc, err = _run(["check", "--claims-dir", str(claims)], capsys)
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda e: e["replicates"][1].__setitem__("verdict", "not_reproduced"), "replicates[1]"),
+    (lambda e: e["replicates"][1].__setitem__("headline", "effect = 9"), "replicates[1]"),
+    (lambda e: e["replicates"][1].__setitem__("controls", []), "replicates[1]"),
+    (lambda e: e["replicates"][0].__setitem__("headline", "effect = 9"), "replicates[0]"),
+    (lambda e: (e["replicates"][1].__setitem__("verdict", "not_reproduced"), e.__setitem__("stable", False)),
+     "replicates[1]"),
+    (lambda e: (e["replicates"].pop(), e.__setitem__("stable", None)), "replicate"),
+])
+def test_edited_replicate_summary_or_stable_is_found(tmp_path, f96, capsys, edit, needle):
+    claims = _chain(tmp_path, capsys)
+    e = read_json(claims / "F96.json")
+    edit(e)
+    write_json(claims / "F96.json", e)
+    rc, err = _run(["check", "--claims-dir", str(claims)], capsys)
+    assert rc == 1 and needle in err and "F96.json" in err, err
+    # and the claims table (the report's input) is not built from it
+    rc, err = _run(_table_args(claims), capsys)
+    assert rc == 1 and needle in err and "no claims table is written" in err
+
+
+def test_table_refuses_an_edited_entry_naming_the_file(tmp_path, f96, capsys):
+    claims = _chain(tmp_path, capsys)
+    (claims / "t.csv").unlink()
+    e = read_json(claims / "F96.json")
+    write_json(claims / "F96.json", {**e, "verdict": "not_reproduced", "replicates": [
+        {**e["replicates"][0], "verdict": "not_reproduced"}, e["replicates"][1]], "stable": False})
+    rc, err = _run(_table_args(claims), capsys)
+    assert rc == 1 and "F96.json" in err and not (claims / "t.csv").exists()
+
+
+def test_empty_claims_index_is_refused(tmp_path, f96, capsys):
+    claims = _chain(tmp_path, capsys)
+    write_json(claims / "index.json", {"claims": [], "replicates": {}})
+    rc, err = _run(["check", "--claims-dir", str(claims)], capsys)
+    assert rc == 1 and "index.json lists no claims" in err
+
+
+def test_reformatted_files_are_no_false_alarm_but_edits_are_found(tmp_path, f96, capsys):
+    claims = _chain(tmp_path, capsys)
+    for p in (claims / "evaluations" / "F96.json", tmp_path / "framework" / "F96_x.json",
+              tmp_path / "replicates" / "r1" / "claims" / "F96.json"):
+        data = json.loads(p.read_text())
+        p.write_text(json.dumps(dict(reversed(list(data.items()))), indent=7) + "\n\n")  # whitespace, key order
+    rc, err = _run(["check", "--claims-dir", str(claims)], capsys)
+    assert rc == 0, err
+    res = tmp_path / "framework" / "F96_x.json"
+    res.write_text(res.read_text().replace('"effect": 1.0', '"effect": -1.0'))
+    rc, err = _run(["check", "--claims-dir", str(claims)], capsys)
+    assert rc == 1 and "F96_x.json" in err
+
+
+def test_unsealed_results_are_refused_by_evaluate_and_check(tmp_path, f96, capsys):
+    claims = _chain(tmp_path, capsys)
+    res = tmp_path / "framework" / "F96_x.json"
+    data = read_json(res)
+    del data["provenance"]["content_sha256"]
+    data["effect"] = -5.0  # the edit that flipped the verdict on rerun
+    write_json(res, data)
+    with pytest.raises(TamperedFileError, match="carries no seal"):
+        ledger.load_results([res])
+    rc, err = _run(["evaluate", "F96", "--results", str(res), "--scale", "smoke", "--out",
+                    str(claims / "evaluations" / "F96.json")], capsys)
+    assert rc == 1 and "F96_x.json: carries no seal" in err
+
+
+def test_npz_results_are_sealed_and_an_edit_is_refused(tmp_path, f96, capsys):
+    p = tmp_path / "framework" / "F96_x.npz"
+    write_npz(p, {"arr": np.array([1.0, 2.0])}, provenance={"scale": "smoke"})
+    assert float(np.asarray(ledger.load_results([p])["F96_x"]["arr"]).sum()) == 3.0
+    with np.load(p) as z:
+        payload = {k: z[k] for k in z.files}
+    payload["arr"] = np.array([-1.0, -2.0])  # edit the array, keep the old provenance (and seal)
+    with open(p, "wb") as fh:
+        np.savez(fh, **payload)
+    with pytest.raises(TamperedFileError, match="F96_x.npz: its arrays or provenance changed"):
+        ledger.load_results([p])
+    with open(p, "wb") as fh:  # no provenance at all: unsealed
+        np.savez(fh, arr=np.array([1.0]))
+    with pytest.raises(TamperedFileError, match="F96_x.npz: carries no seal"):
+        ledger.load_results([p])
+
+
+# ---- ledger evaluate: --scale gpu, clear errors --------------------------------------------------
+
+def test_evaluate_scale_gpu_runs_and_a_scale_mismatch_is_refused(tmp_path, f96, capsys):
+    res = tmp_path / "framework" / "F96_x.json"
+    write_json(res, seal({"effect": 1.0, "provenance": {"scale": "gpu"}}))
+    ev = tmp_path / "claims" / "evaluations" / "F96.json"
+    rc, err = _run(["evaluate", "F96", "--results", str(res), "--scale", "gpu", "--out", str(ev)], capsys)
+    assert rc == 0, err
+    assert read_json(ev)["scale"] == "gpu"
+    rc, err = _run(["evaluate", "F96", "--results", str(res), "--scale", "paper", "--out", str(ev)], capsys)
+    assert rc == 1 and "computed at scale 'gpu', not --scale paper" in err
+
+
+def test_evaluate_names_unknown_claim_binary_file_and_wrong_results(tmp_path, f96, capsys):
+    res = tmp_path / "F96_x.json"
+    write_json(res, seal({"effect": 1.0}))
+    out = str(tmp_path / "e.json")
+    rc, err = _run(["evaluate", "Q7", "--results", str(res), "--scale", "smoke", "--out", out], capsys)
+    assert rc == 2 and "Q7" in err and "registered claims" in err and "Traceback" not in err
+    rc, err = _run(["evaluate", "H99", "--results", str(res), "--scale", "smoke", "--out", out], capsys)
+    assert rc == 2 and "H99" in err
+    binary = tmp_path / "H2_average_pooling.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff")
+    rc, err = _run(["evaluate", "H2", "--results", str(binary), "--scale", "smoke", "--out", out], capsys)
+    assert rc == 1 and "H2_average_pooling.json is not JSON text" in err
+    rc, err = _run(["evaluate", "H2", "--results", str(res), "--scale", "smoke", "--out", out], capsys)
+    assert rc == 1 and "do not hold what claim H2's criterion reads" in err
