@@ -393,3 +393,129 @@ def test_evaluate_names_unknown_claim_binary_file_and_wrong_results(tmp_path, f9
     assert rc == 1 and "H2_average_pooling.json is not JSON text" in err
     rc, err = _run(["evaluate", "H2", "--results", str(res), "--scale", "smoke", "--out", out], capsys)
     assert rc == 1 and "do not hold what claim H2's criterion reads" in err
+
+
+# ---- IMDb: empty reviews named by archive member, invalid UTF-8 counted and warned once -----------
+
+def _imdb_archive(tmp_path, extra):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_imdb import make_archive
+
+    return make_archive(tmp_path / "a.tar.gz", extra=extra)
+
+
+def test_imdb_empty_review_is_named_by_archive_member(tmp_path):
+    from ntkrepro.data import imdb
+    from ntkrepro.data.archive import ArchiveError
+
+    p = _imdb_archive(tmp_path, [("aclImdb/train/pos/77_9.txt", b"  <br /> ")])
+    with pytest.raises(ArchiveError, match=r"aclImdb/train/pos/77_9\.txt"):
+        imdb.read_reviews(p)
+
+
+def test_imdb_invalid_utf8_is_counted_and_warned_once(tmp_path, caplog):
+    from ntkrepro.data import imdb
+
+    p = _imdb_archive(tmp_path, [("aclImdb/train/pos/77_9.txt", b"good \xff\xfe film"),
+                                 ("aclImdb/test/neg/78_1.txt", b"bad \xc3 film")])
+    report: dict = {}
+    with caplog.at_level("WARNING", logger="ntkrepro.data.imdb"):
+        revs = imdb.read_reviews(p, report=report)
+    assert report["invalid_utf8"] == 2 and "aclImdb/train/pos/77_9.txt" in report["invalid_utf8_members"]
+    lines = [r for r in caplog.records if "not valid UTF-8" in r.getMessage()]
+    assert len(lines) == 1 and "2 review(s)" in lines[0].getMessage()
+    assert any("\ufffd" in r.text for r in revs["train"])
+
+
+# ---- kernels: empty batch, huge ridge ------------------------------------------------------------
+
+def test_fast_kernel_on_an_empty_batch_is_an_empty_kernel():
+    from ntkrepro.kernels import fast
+
+    kf = fast.kernel_fn(fast.serial(fast.Dense(8), fast.Relu(), fast.Dense(1)))
+    x0, x3 = np.zeros((0, 5), np.float32), np.ones((3, 5), np.float32)
+    assert [np.shape(k) for k in kf(x0, None)] == [(0, 0), (0, 0)]
+    assert [np.shape(k) for k in kf(x0, x3)] == [(0, 3), (0, 3)]
+    assert np.shape(kf(x3, x0, get="nngp")) == (3, 0)
+
+
+def test_huge_finite_ridge_is_refused_not_scored():
+    from ntkrepro.kernels.inference import kernel_regression
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 4))
+    k = a @ a.T + np.eye(6)
+    y = np.eye(2)[[0, 1, 0, 1, 0, 1]]
+    with pytest.raises(ValueError, match="diag_reg=1e\\+308 times the kernel's mean diagonal overflows"):
+        kernel_regression(k, k[:2], y, 1.0e308)
+    assert np.all(np.isfinite(kernel_regression(k, k[:2], y, 1.0e6)))
+
+
+# ---- claim_map --sync-readme and gpu_run arguments -------------------------------------------------
+
+def _readme(tmp_path):
+    from ntkrepro import claim_map
+
+    table = tmp_path / "t.md"
+    table.write_text(f"{claim_map.BEGIN}\n| new |\n{claim_map.END}\n")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{claim_map.BEGIN}\n| old |\n{claim_map.END}\noutro\n")
+    return claim_map, table, readme
+
+
+def test_sync_readme_replaces_only_the_map(tmp_path, capsys):
+    cm, table, readme = _readme(tmp_path)
+    assert cm.main(["--sync-readme", str(table), str(readme)]) == 0
+    assert readme.read_text() == f"intro\n{cm.BEGIN}\n| new |\n{cm.END}\noutro\n"
+
+
+@pytest.mark.parametrize("case", ["garbage", "readme_as_table", "same_file", "missing_table", "no_markers"])
+def test_sync_readme_refuses_what_is_not_a_claim_map(tmp_path, capsys, case):
+    cm, table, readme = _readme(tmp_path)
+    before = readme.read_text()
+    args = [str(table), str(readme)]
+    if case == "garbage":
+        table.write_text("garbage\n")
+    elif case == "readme_as_table":
+        other = tmp_path / "R2.md"
+        other.write_text(before)
+        args = [str(other), str(readme)]
+    elif case == "same_file":
+        args = [str(readme), str(readme)]
+    elif case == "missing_table":
+        args = [str(tmp_path / "nope.md"), str(readme)]
+    elif case == "no_markers":
+        readme.write_text("just text\n")
+        before = readme.read_text()
+    rc = cm.main(["--sync-readme", *args])
+    err = capsys.readouterr().err
+    assert rc == 1 and readme.read_text() == before and "Traceback" not in err
+    assert {"garbage": "t.md is not a generated claim map", "readme_as_table": "holds text besides one claim map",
+            "same_file": "same file", "missing_table": "nope.md", "no_markers": "has no claim map"}[case] in err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--budget-s", "nan"], "--budget-s must be a positive number"),
+    (["--budget-s", "-5"], "--budget-s must be a positive number"),
+    (["--budget-s", "inf"], "--budget-s must be a positive number"),
+])
+def test_gpu_run_refuses_a_bad_budget(tmp_path, capsys, args, needle):
+    from ntkrepro.hron2020 import gpu_run
+
+    with pytest.raises(SystemExit) as ex:
+        gpu_run.main(["--out", str(tmp_path / "o"), *args])
+    assert ex.value.code == 2 and needle in capsys.readouterr().err
+    assert not (tmp_path / "o" / "hron2020").exists()
+
+
+def test_gpu_run_bad_out_is_a_clear_error(tmp_path, capsys):
+    from ntkrepro.hron2020 import gpu_run
+
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(SystemExit) as ex:
+        gpu_run.main(["--out", str(f)])
+    assert ex.value.code == 2 and "is a file, not a folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as ex:
+        gpu_run.main(["--out", str(f / "sub")])
+    assert ex.value.code == 2 and "cannot write there" in capsys.readouterr().err
