@@ -519,3 +519,28 @@ def test_gpu_run_bad_out_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as ex:
         gpu_run.main(["--out", str(f / "sub")])
     assert ex.value.code == 2 and "cannot write there" in capsys.readouterr().err
+
+
+# ---- a config edit reruns only the jobs that read the edited section (slow: a simulated run) -------
+
+@pytest.mark.slow
+def test_a_config_edit_reruns_only_the_chain_that_reads_it(tmp_path):
+    """hron2020.H2.n_boot edited after a complete run: the whole-config hash used to be in every
+    compute command, so H3, F1, F3 ... reran too. Now H2's compute rule alone reruns (then its
+    evaluation, figure and entry, the table and the report)."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_reliability_dag import _completed_run, _job_counts, _smk
+
+    repo, results, over, outputs = _completed_run(tmp_path)
+    h2 = yaml.safe_load((ROOT / "config/smoke.yaml").read_text())["hron2020"]["H2"]
+    edit = tmp_path / "edit.yaml"
+    edit.write_text(yaml.safe_dump({"hron2020": {"H2": {"n_boot": int(h2["n_boot"]) + 1}}}))
+    out = _smk(repo, "-n", "all", results=results, extra_configfiles=(*over, edit))
+    assert out.returncode == 0
+    jobs = _job_counts(out.stdout)
+    compute = {r for r in jobs if re.sub(r"^rep\d+_", "", r) not in {"figure", "claim_evaluation", "claim_ledger_entry",
+                                                                      "claims_table", "replication_report", "all"}}
+    assert compute == {"H2_hron2020_average_pooling"}, jobs
+    assert jobs.get("claim_evaluation") == 1 and jobs.get("claim_ledger_entry") == 1, jobs

@@ -20,8 +20,13 @@ SCALE = config["scale"]
 N_REPLICATES = int(config["replicates"])
 REPLICATE = int(config.get("replicate_index", 0))
 MAX_REPLICATES = 5  # modules rep1..rep4 are declared in the Snakefile
-# Hash of what determines the numbers (where outputs go does not).
+# Hash of the whole config (where outputs go does not count). It keys NO job: each compute job is keyed
+# on the config it reads -- its section in `params.cfg` (recorded as provenance.section_hash) and the
+# scale, both in its command -- so editing hron2020.H2.n_boot reruns H2's chain only (issue 32); each
+# evaluation on the scale and its results files.
 CONFIG_HASH = canonical_hash({k: v for k, v in config.items() if k != "results_dir"})
+# What an evaluation reads from the config: the scale (its results files are its inputs).
+EVALUATION_CONFIG_HASH = canonical_hash({"scale": SCALE})
 # Jobs run with the interpreter running Snakemake (the project .venv); with `--sdm conda` they
 # run `python` from the rule's activated conda env (envs/environment.yaml) instead.
 _SDM = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
@@ -109,7 +114,8 @@ def code_hash(*modules, files=()):
 def compute_cmd(function=None):
     """Shell command running library function `module:function` with `params.cfg` as parameters.
 
-    The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section),
+    The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section: the
+    only config the job reads, so the only config that keys it; no whole-config hash is passed),
     `params.extra` (from `extra_outputs(...)`, may be "") and `log`. The command carries
     `--code-hash`, the hash of the source the function's module runs (code_hash), so editing any module in
     its import closure reruns the rule; ntkrepro.run checks that the code it imports is that
@@ -121,7 +127,7 @@ def compute_cmd(function=None):
     code = function_code_hash(function) if function else "{params.code_hash}"
     return (
         f"{PY} -m ntkrepro.run {fn} --params {{params.cfg:q}} --scale {SCALE} "
-        f"--config-hash {CONFIG_HASH} --code-hash {code} "
+        f"--code-hash {code} "
         f"--out {{output.results:q}} {{params.extra}} > {{log:q}} 2>&1"
     )
 
