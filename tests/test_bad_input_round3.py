@@ -544,3 +544,25 @@ def test_a_config_edit_reruns_only_the_chain_that_reads_it(tmp_path):
                                                                       "claims_table", "replication_report", "all"}}
     assert compute == {"H2_hron2020_average_pooling"}, jobs
     assert jobs.get("claim_evaluation") == 1 and jobs.get("claim_ledger_entry") == 1, jobs
+
+
+# ---- the --configfile check before Snakemake parses the files ---------------------------------------
+
+def test_configfiles_of_a_snakemake_command_line():
+    args = ["-n", "all", "--configfile", "a.yaml", "b.yaml", "--cores", "1", "--configfiles=c.yaml"]
+    assert configcheck.configfiles_of(args) == ["a.yaml", "b.yaml", "c.yaml"]
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"", "is empty"), (b"- a\n- b\n", "holds a list"), (b"scale:\tsmoke\n", "not valid YAML"),
+    (b"\x00\x01\xff", "not a text file"), (None, "is a directory"),
+])
+def test_snakemake_wrapper_names_the_bad_configfile(tmp_path, capsys, content, needle):
+    p = tmp_path / "bad.yaml"
+    if content is None:
+        p.mkdir()
+    else:
+        p.write_bytes(content)
+    assert configcheck.main(["--snakemake", "-n", "--configfile", "config/smoke.yaml", str(p)]) == 1
+    err = capsys.readouterr().err
+    assert f"--configfile {p}" in err and needle in err

@@ -27,6 +27,8 @@ The Snakefile calls :func:`check_user_config` on the files given with ``--config
 ``python -m ntkrepro.configcheck FILE ...`` runs the file checks alone; use it when Snakemake
 itself stops with "Config file must be given as JSON or YAML with keys at top level" (Snakemake
 loads ``--configfile`` before the Snakefile runs, and its message names no file).
+``python -m ntkrepro.configcheck --snakemake ARGS ...`` checks the ``--configfile`` files of a
+Snakemake command line, naming the bad one, and then runs ``snakemake ARGS ...`` unchanged.
 """
 
 from __future__ import annotations
@@ -359,11 +361,53 @@ def check_user_config(configfiles: Iterable[str | Path], overrides: Mapping[str,
         check_values(dict(overrides), "--config")
 
 
+def configfiles_of(snakemake_args: Sequence[str]) -> list[str]:
+    """The files given with ``--configfile`` / ``--configfiles`` in a Snakemake command line (each
+    option takes the following arguments up to the next option)."""
+    files: list[str] = []
+    taking = False
+    for a in snakemake_args:
+        if a.startswith("-"):
+            name, eq, value = a.partition("=")
+            taking = name in ("--configfile", "--configfiles")
+            if taking and eq:
+                files.append(value)
+        elif taking:
+            files.append(a)
+    return files
+
+
+def run_snakemake(snakemake_args: Sequence[str]) -> int:
+    """``python -m ntkrepro.configcheck --snakemake ARGS ...``: check the ``--configfile`` files of
+    the Snakemake command line first (Snakemake parses them before the Snakefile runs, and its
+    messages for an empty, list, tab-indented, binary, directory, deeply nested or alias-bomb file
+    name no file or hang), then run Snakemake with the same arguments."""
+    import os
+    from pathlib import Path as _P
+
+    try:
+        for f in configfiles_of(snakemake_args):
+            if _P(f).is_dir():
+                raise ConfigError(f"--configfile {f} is a directory, not a config file")
+            check_values(load_strict(f), f"--configfile {f}")
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr)
+        return 1
+    exe = _P(sys.executable).parent / "snakemake"
+    cmd = [str(exe) if exe.exists() else "snakemake", *snakemake_args]
+    os.execvp(cmd[0], cmd)
+    return 0  # not reached
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ntkrepro.configcheck FILE ...``: check config files, name the first bad one."""
+    """``python -m ntkrepro.configcheck FILE ...``: check config files, name the first bad one;
+    ``python -m ntkrepro.configcheck --snakemake ARGS ...``: check then run Snakemake (:func:`run_snakemake`)."""
     files = list(sys.argv[1:] if argv is None else argv)
+    if files[:1] == ["--snakemake"]:
+        return run_snakemake(files[1:])
     if not files:
-        print("usage: python -m ntkrepro.configcheck CONFIGFILE ...", file=sys.stderr)
+        print("usage: python -m ntkrepro.configcheck CONFIGFILE ... | --snakemake SNAKEMAKE_ARGS ...",
+              file=sys.stderr)
         return 2
     try:
         check_user_config(files, None)

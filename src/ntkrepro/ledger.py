@@ -1114,8 +1114,8 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if problems:
             for q in problems:
                 print("LEDGER:", q, file=sys.stderr)
-            raise LedgerFileError(f"{len(problems)} ledger entr{'y' if len(problems) == 1 else 'ies'} failed the "
-                                  "ledger check (above, by file); no claims table is written from unchecked entries")
+            raise LedgerFileError(f"{len(problems)} problem(s) in the ledger entries (above, by file) failed the "
+                                  "ledger check; no claims table is written from unchecked entries")
         write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))
         got = {e["id"] for e in entries}
         if set(args.expected) != got:
