@@ -566,3 +566,30 @@ def test_snakemake_wrapper_names_the_bad_configfile(tmp_path, capsys, content, n
     assert configcheck.main(["--snakemake", "-n", "--configfile", "config/smoke.yaml", str(p)]) == 1
     err = capsys.readouterr().err
     assert f"--configfile {p}" in err and needle in err
+
+
+def _h2(p_real=-0.5, p_ctrl=0.02, nan_real=False, nan_ctrl=False):
+    def rows(p, nan):
+        out = [{"d": d, "spread": Interval(0.5 * d**p, 0.4 * d**p, 0.6 * d**p).as_dict(),
+                "nngp_distance": Interval(0.05 * d**p, 0.04 * d**p, 0.06 * d**p).as_dict()}
+               for d in (4, 16, 64, 256, 1024)]
+        if nan:
+            out[2]["spread"] = Interval(float("nan"), float("nan"), float("nan")).as_dict()
+        return out
+
+    base = {"n_draws": 10, "n_inputs": 2, "seq_len": 4, "d_in": 8, "tied_linear_scaling_distance": 0.1}
+    return {"H2_average_pooling": {**base, "per_d": rows(p_real, nan_real),
+                                   "controls": {"sqrt_scaling": {**base, "per_d": rows(p_ctrl, nan_ctrl)}}}}
+
+
+def test_h2_with_nan_results_is_never_refuted_and_its_control_never_rejected():
+    e = ledger.make_entry("H2", _h2(p_real=0.02, nan_real=True), scale="smoke")  # flat AND a NaN
+    # H2's criterion alone calls a NaN slope a refutation; the NaN rule does not
+    assert e["criterion_verdict"] == "not_reproduced" and e["verdict"] == "inconclusive", e["reason"]
+    assert "NaN" in e["reason"]
+    assert ledger.make_entry("H2", _h2(p_real=0.02), scale="smoke")["verdict"] == "not_reproduced"  # finite: refuted
+    e = ledger.make_entry("H2", _h2(nan_ctrl=True), scale="smoke")
+    (c,) = e["controls"]
+    assert c["verdict"] == "inconclusive" and not c["rejected"]
+    assert e["criterion_verdict"] == "reproduced" and e["verdict"] == "inconclusive"
+    assert ledger.make_entry("H2", _h2(), scale="smoke")["verdict"] == "reproduced"  # finite control: rejected
