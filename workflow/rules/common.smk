@@ -114,8 +114,7 @@ def code_hash(*modules, files=()):
 def compute_cmd(function=None):
     """Shell command running library function `module:function` with `params.cfg` as parameters.
 
-    The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section: the
-    only config the job reads, so the only config that keys it; no whole-config hash is passed),
+    The rule needs `output.results` (the results JSON), `params.cfg` (JSON of its config section),
     `params.extra` (from `extra_outputs(...)`, may be "") and `log`. The command carries
     `--code-hash`, the hash of the source the function's module runs (code_hash), so editing any module in
     its import closure reruns the rule; ntkrepro.run checks that the code it imports is that
