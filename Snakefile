@@ -10,22 +10,30 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from ntkrepro.configcheck import ConfigError, check_user_config, check_values
+from ntkrepro.configcheck import ConfigError, check_scale_label, check_user_config, check_values
 from ntkrepro.papers import PAPERS
 from ntkrepro.provenance import configfiles_missing_keys
 
 min_version("9.0")
 
 
+# No config that silently means something else (ntkrepro.configcheck): a duplicated YAML key, an
+# empty or non-mapping file, a non-finite number, replicate_index (or data.<set>.replicate) set by
+# hand, braces in results_dir, an alias bomb, a seed or size out of range, sizes beyond this
+# machine's memory, a scale label the sizes contradict -- refused here, naming the file and the key.
+# The files are checked before `configfile:` merges them (a merge walks an alias bomb for hours).
+try:
+    check_user_config(workflow.config_settings.configfiles, workflow.config_settings.config)
+except ConfigError as _err:
+    raise WorkflowError(f"config error: {_err}") from None
+
+
 configfile: "config/default.yaml"
 
 
-# No config that silently means something else (ntkrepro.configcheck): a duplicated YAML key, an
-# empty or non-mapping file, a non-finite number, replicate_index (or data.<set>.replicate) set by
-# hand, braces in results_dir -- refused here, naming the file and the key.
 try:
-    check_user_config(workflow.config_settings.configfiles, workflow.config_settings.config)
     check_values(config, "the merged config", user=False)
+    check_scale_label(config, "the merged config")
 except ConfigError as _err:
     raise WorkflowError(f"config error: {_err}") from None
 

@@ -120,8 +120,10 @@ def test_ledger_cli_evaluate_entry_table_check(tmp_path, capsys):
     from ntkrepro import ledger
     from ntkrepro.io import read_json, write_json
 
+    from ntkrepro.io import seal
+
     res = tmp_path / "H2_average_pooling.json"
-    write_json(res, _h2_results())
+    write_json(res, seal(_h2_results()))  # sealed, as ntkrepro.run writes it
     claims = tmp_path / "claims"
     ev = claims / "evaluations" / "H2.json"
     assert ledger.main(["evaluate", "H2", "--results", str(res), "--scale", "smoke", "--out", str(ev)]) == 0

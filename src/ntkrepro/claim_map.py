@@ -107,10 +107,26 @@ def readme_section(text: str) -> str:
     return text[start:end] + "\n"
 
 
-def write_readme(readme: Path, table: str) -> None:
+def write_readme(readme: Path, table: str, table_path: Path | str = "TABLE") -> None:
+    """Replace the claim map of ``readme`` by ``table``: a generated claim map (exactly one
+    BEGIN ... END block, nothing around it), never a README (which has text around its markers) or a
+    file without markers, either of which would remove the markers or double the README."""
+    try:
+        section = readme_section(table)
+    except ValueError:
+        raise ValueError(f"{table_path} is not a generated claim map: it has no {BEGIN!r} ... {END!r} markers "
+                         "(make it with `snakemake results/claims/claim_map.md`)") from None
+    if table.strip() != section.strip() or table.count(BEGIN) != 1:
+        raise ValueError(f"{table_path} holds text besides one claim map (a README?): give the generated "
+                         "results/claims/claim_map.md as TABLE")
     text = readme.read_text()
-    old = readme_section(text)
-    readme.write_text(text.replace(old, table))
+    try:
+        old = readme_section(text)
+    except ValueError:
+        raise ValueError(f"{readme} has no claim map between {BEGIN!r} and {END!r}: add the two marker lines "
+                         "where the map belongs, then rerun") from None
+    with atomic_path(readme) as tmp:
+        tmp.write_text(text.replace(old, section))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,7 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.sync_readme:
         table, readme = map(Path, args.sync_readme)
-        write_readme(readme, table.read_text())
+        try:
+            if table.resolve() == readme.resolve():
+                raise ValueError(f"TABLE and README are the same file ({table}): give the generated claim map as TABLE")
+            write_readme(readme, table.read_text(), table)
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            msg = (f"{err.filename}: {err.strerror}" if isinstance(err, OSError) and err.filename else str(err))
+            print(f"claim_map --sync-readme: {msg}", file=sys.stderr)
+            return 1
         print(f"{readme}: claim map replaced by {table}")
         return 0
     if not (args.rows and args.out):

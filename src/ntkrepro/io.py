@@ -68,11 +68,28 @@ def read_json(path: PathLike) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
+def npz_content_hash(arrays: Mapping[str, Any], provenance: Mapping[str, Any] | None) -> str:
+    """Canonical SHA-256 of an ``.npz``'s content: every array's name, dtype, shape and bytes (in
+    name order) and the provenance without its seal -- independent of the zip container's layout."""
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(np.asarray(arrays[k]))
+        h.update(json.dumps([k, a.dtype.str, list(a.shape)]).encode())
+        h.update(hashlib.sha256(a.tobytes()).digest())
+    prov = {k: v for k, v in (provenance or {}).items() if k != SEAL_KEY}
+    h.update(canonical_hash(prov).encode())
+    return h.hexdigest()
+
+
 def write_npz(path: PathLike, arrays: Mapping[str, Any], provenance: Mapping[str, Any] | None = None) -> None:
-    """Write arrays to ``.npz`` atomically; provenance is stored as a JSON string ``__provenance__``."""
+    """Write arrays to ``.npz`` atomically; provenance is stored as a JSON string ``__provenance__``,
+    sealed (``provenance[SEAL_KEY]`` = :func:`npz_content_hash`) so that an edit is found where the
+    file is read (:func:`check_npz_seal`)."""
     payload = {k: np.asarray(v) for k, v in arrays.items()}
     if provenance is not None:
-        payload["__provenance__"] = np.asarray(json.dumps(to_jsonable(provenance)))
+        prov = dict(to_jsonable(provenance))
+        prov[SEAL_KEY] = npz_content_hash(payload, prov)
+        payload["__provenance__"] = np.asarray(json.dumps(prov))
     with atomic_path(path, suffix=".npz") as tmp:
         with open(tmp, "wb") as fh:
             np.savez(fh, **payload)
@@ -134,6 +151,41 @@ def check_seal(data: Mapping[str, Any], path: PathLike) -> bool:
             f"content now {got[:12]}...); a hand-edited results file is not a result. Delete it and rerun "
             "snakemake to recompute it")
     return True
+
+
+def check_npz_seal(arrays: Mapping[str, Any], provenance: Mapping[str, Any] | None, path: PathLike) -> bool:
+    """:func:`check_seal` for an ``.npz`` read by :func:`read_npz`: True if sealed and intact, False
+    if it carries no seal; :class:`TamperedFileError`, naming the file, if its content changed."""
+    want = provenance.get(SEAL_KEY) if isinstance(provenance, Mapping) else None
+    if want is None:
+        return False
+    got = npz_content_hash(arrays, provenance)
+    if got != want:
+        raise TamperedFileError(
+            f"{path}: its arrays or provenance changed after the pipeline wrote it (provenance.{SEAL_KEY} "
+            f"{str(want)[:12]}..., content now {got[:12]}...); a hand-edited results file is not a result. Delete "
+            "it and rerun snakemake to recompute it")
+    return True
+
+
+def content_sha256(path: PathLike) -> str:
+    """SHA-256 of a file's *content*, the same whatever its formatting: a JSON file's canonical form
+    (:func:`canonical_hash`: whitespace and key order do not count), an ``.npz``'s arrays and
+    provenance (:func:`npz_content_hash`), any other file's bytes. A JSON file that does not parse
+    is hashed by its bytes (so it differs from any recorded canonical hash)."""
+    p = Path(path)
+    if p.suffix == ".json":
+        try:
+            return canonical_hash(read_json(p))
+        except (UnicodeDecodeError, ValueError):
+            return sha256_file(p)
+    if p.suffix == ".npz":
+        try:
+            arrays, prov = read_npz(p)
+        except Exception:  # noqa: BLE001 (not an npz: hash its bytes)
+            return sha256_file(p)
+        return npz_content_hash(arrays, prov)
+    return sha256_file(p)
 
 
 def canonical_hash(obj: Any) -> str:

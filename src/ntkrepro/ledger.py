@@ -39,7 +39,8 @@ from typing import Any
 from ntkrepro import provenance as _prov
 import os
 
-from ntkrepro.io import TamperedFileError, atomic_path, check_seal, read_json, read_npz, sha256_file, write_json
+from ntkrepro.io import (SEAL_KEY, TamperedFileError, atomic_path, check_npz_seal, check_seal, content_sha256,
+                         read_json, read_npz, write_json)
 from ntkrepro.papers import CLAIM_MODULES, PAPERS, Paper  # noqa: F401  (the one paper registry, re-exported)
 from ntkrepro.stats import Interval, PowerLine, Status, at_least
 
@@ -434,6 +435,11 @@ def verdict_of(status: Status | str) -> Verdict:
 
 #: The scales a run can have (config ``scale``; workflow/schemas/config.schema.yaml).
 SCALES = ("smoke", "default", "paper")
+#: The scales ``ledger evaluate`` judges: the config scales, and ``gpu``: the results of
+#: ``ntkrepro.hron2020.gpu_run`` (its pre-declared one-GPU tiers, recorded as scale ``gpu`` in the
+#: results' provenance). The GPU tiers are below the papers' sizes, so a criterion judges them as a
+#: reduced scale: every ``scale != "paper"`` branch applies and the entry lists the reductions.
+EVALUATE_SCALES = (*SCALES, "gpu")
 
 
 def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
@@ -443,13 +449,30 @@ def load_results(paths: Sequence[str | Path]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for p in map(Path, paths):
         if p.suffix == ".json":
-            out[p.stem] = read_json(p)
-            check_seal(out[p.stem], p)
+            try:
+                out[p.stem] = read_json(p)
+            except (UnicodeDecodeError, ValueError) as err:
+                raise LedgerFileError(f"results file {p} is not JSON text ({type(err).__name__}: "
+                                      f"{str(err)[:120]}); delete it and rerun snakemake") from None
+            if not isinstance(out[p.stem], dict):
+                raise LedgerFileError(f"results file {p} holds a JSON {type(out[p.stem]).__name__}, not an object")
+            if not check_seal(out[p.stem], p):
+                raise TamperedFileError(f"{p}: carries no seal (provenance.{SEAL_KEY}); every results file "
+                                        "ntkrepro.run writes is sealed, so this one was written or edited by hand. "
+                                        "Delete it and rerun snakemake to recompute it")
         elif p.suffix == ".npz":
-            arrays, prov = read_npz(p)
+            try:
+                arrays, prov = read_npz(p)
+            except Exception as err:  # noqa: BLE001 (zip, pickle or format errors: name the file)
+                raise LedgerFileError(f"results file {p} cannot be read as .npz ({type(err).__name__}: "
+                                      f"{str(err)[:120]}); delete it and rerun snakemake") from None
+            if not check_npz_seal(arrays, prov, p):
+                raise TamperedFileError(f"{p}: carries no seal (provenance.{SEAL_KEY}); an .npz results file "
+                                        "without one was not written by the current pipeline. Delete it and rerun "
+                                        "snakemake")
             out[p.stem] = {**arrays, "provenance": prov}
         else:
-            raise ValueError(f"unsupported results file {p}")
+            raise LedgerFileError(f"unsupported results file {p} (a results file is .json or .npz)")
     return out
 
 
@@ -467,6 +490,45 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def nan_paths(obj: Any, prefix: str = "") -> list[str]:
+    """Dotted paths (list items as ``[i]``) of every NaN number in ``obj`` (mappings, lists, objects
+    with ``as_dict``, numpy values). Infinities are not listed: an interval [-inf, inf] is a stated
+    "no interval", a NaN is a computation that failed."""
+    if hasattr(obj, "as_dict"):
+        obj = obj.as_dict()
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        obj = obj.tolist()
+    if isinstance(obj, bool) or obj is None:
+        return []
+    if isinstance(obj, float):
+        return [prefix or "<value>"] if obj != obj else []
+    if isinstance(obj, Mapping):
+        return [p for k, v in obj.items() for p in nan_paths(v, f"{prefix}.{k}" if prefix else str(k))]
+    if isinstance(obj, (list, tuple)):
+        return [p for i, v in enumerate(obj) for p in nan_paths(v, f"{prefix}[{i}]")]
+    return []
+
+
+#: The reason an entry gives when a NaN in a measured value stopped a refutation (issue 32).
+NAN_NOT_EVIDENCE = "a NaN is a failed computation, not evidence"
+
+
+def apply_nan_rule(verdict: Verdict, reason: str, measured: Mapping[str, Any]
+                   ) -> tuple[Verdict, str, dict[str, Any] | None]:
+    """The NaN rule, the same for every criterion and every control: a ``not_reproduced`` whose
+    measured values hold a NaN anywhere is ``inconclusive``, with the reason naming the values (a
+    failed computation never counts as a refutation, and a control with a NaN is never
+    ``rejected``). Returns (verdict, reason, power-line record or None)."""
+    bad = nan_paths(measured)
+    if verdict is not Verdict.NOT_REPRODUCED or not bad:
+        return verdict, reason, None
+    names = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    text = f"measured {names} is NaN: {NAN_NOT_EVIDENCE}; rerun the computation that produced it"
+    rec = {"quantity": "non-finite measured value", "half_width": float("nan"), "needed_half_width": float("nan"),
+           "size_name": "none", "size": float("nan"), "needed": float("inf"), "text": text}
+    return Verdict.INCONCLUSIVE, f"{reason} [{text}; the criterion alone says not_reproduced]", rec
+
+
 def evaluate_control(spec: ClaimSpec, control: ControlSpec, results: Results, scale: str) -> dict[str, Any]:
     """Apply the claim's own criterion to the results of one of its negative controls: what the
     control is, why the claim must fail there, the criterion's verdict on it, its reason and
@@ -478,9 +540,11 @@ def evaluate_control(spec: ClaimSpec, control: ControlSpec, results: Results, sc
     if not isinstance(cev.verdict, Verdict):
         raise TypeError("criterion must return a Verdict")
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in cev.measured.items()}
-    return {**control.as_dict(), "verdict": cev.verdict.value, "rejected": cev.verdict is Verdict.NOT_REPRODUCED,
-            "holds": cev.verdict is Verdict.REPRODUCED,
-            "reason": cev.reason, "headline": _headline({"measured": measured}),
+    verdict, reason, nan_cap = apply_nan_rule(cev.verdict, cev.reason, measured)  # a NaN control is never rejected
+    return {**control.as_dict(), "verdict": verdict.value, "rejected": verdict is Verdict.NOT_REPRODUCED,
+            **({"nan": nan_cap["text"]} if nan_cap else {}),
+            "holds": verdict is Verdict.REPRODUCED,
+            "reason": reason, "headline": _headline({"measured": measured}),
             "measured": _jsonable(measured), "parts": {k: Status(v).value for k, v in cev.parts.items()}}
 
 
@@ -533,8 +597,8 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
     results folder: sha256}`` of the results files read, :func:`file_hashes`) is recorded as the first
     link of the hash chain that ``ledger check`` verifies.
     """
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; one of {', '.join(SCALES)}")
+    if scale not in EVALUATE_SCALES:
+        raise ValueError(f"unknown scale {scale!r}; one of {', '.join(EVALUATE_SCALES)}")
     spec = get_claim(claim_id)
     assert spec.evaluate is not None
     ev = spec.evaluate(results, scale)
@@ -542,10 +606,18 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         raise TypeError("criterion must return a Verdict")
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in ev.measured.items()}
     controls = [evaluate_control(spec, c, results, scale) for c in spec.controls]
-    verdict, reason, cap = apply_control_rule(ev.verdict, ev.reason, controls)
+    verdict, reason, nan_cap = apply_nan_rule(ev.verdict, ev.reason, measured)
+    verdict, reason, cap = apply_control_rule(verdict, reason, controls)
+    voided = [c for c in controls if c.get("nan")]
+    if verdict is Verdict.REPRODUCED and voided:
+        # the control's refutation rested on a NaN (apply_nan_rule): nothing shows the criterion could fail
+        text = "; ".join(f"control '{c['name']}': {c['nan']}" for c in voided)
+        nan_cap = {"quantity": "negative control", "half_width": float("nan"), "needed_half_width": float("nan"),
+                   "size_name": "none", "size": float("nan"), "needed": float("inf"),
+                   "text": f"capped at inconclusive: {text}"}
+        verdict, reason = Verdict.INCONCLUSIVE, f"{reason} [{nan_cap['text']}; the criterion alone says reproduced]"
     power = [p.as_dict() for p in ev.power] if verdict is Verdict.INCONCLUSIVE else []
-    if cap is not None:
-        power.append(cap)
+    power += [c for c in (nan_cap, cap) if c is not None]
     paper = PAPERS[spec.paper]
     entry = {
         "id": spec.id,
@@ -774,6 +846,10 @@ class LedgerFileError(ValueError):
     """A ledger, evaluation or results file that is missing, unreadable or not what it should be."""
 
 
+class ClaimLookupError(ValueError):
+    """A claim id that no paper registers."""
+
+
 def read_ledger_file(path: str | Path, what: str = "ledger file") -> dict[str, Any]:
     """Read a JSON file of the ledger, raising :class:`LedgerFileError` naming the file and the fix
     (instead of a raw traceback) if it is missing, truncated, not JSON or not an object."""
@@ -797,8 +873,10 @@ def results_root(evaluation_path: str | Path) -> Path:
 
 
 def file_hashes(paths: Sequence[str | Path], root: str | Path) -> dict[str, str]:
-    """``{path relative to root: sha256}`` of ``paths`` (``root``: the results folder)."""
-    return {os.path.relpath(Path(p), Path(root)): sha256_file(p) for p in paths}
+    """``{path relative to root: sha256}`` of ``paths`` (``root``: the results folder), each the hash of
+    the file's canonical content (:func:`ntkrepro.io.content_sha256`: whitespace and key order of a
+    JSON file do not count, so reformatting a file is no false alarm, an edited value is found)."""
+    return {os.path.relpath(Path(p), Path(root)): content_sha256(p) for p in paths}
 
 
 _CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_sha256", "replicate_entries_sha256"}
@@ -828,7 +906,7 @@ def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
     ev_path = claims_dir / "evaluations" / f"{cid}.json"
     if not ev_path.is_file():
         return [f"{cid}: its evaluation {ev_path} is missing"]
-    got = sha256_file(ev_path)
+    got = content_sha256(ev_path)
     if got != want:
         return [f"{cid}: {ev_path} has sha256 {got[:12]}..., the entry recorded {want[:12]}...: the evaluation "
                 "changed after the entry was written (edited by hand?); delete both and rerun snakemake"]
@@ -847,27 +925,41 @@ def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
         p = root / rel
         if not p.is_file():
             return [f"{cid}: results file {p} (recorded by {ev_path}) is missing"]
-        got = sha256_file(p)
+        got = content_sha256(p)
         if got != sha:
             return [f"{cid}: results file {p} has sha256 {got[:12]}..., its evaluation recorded {sha[:12]}...: "
                     "it changed after the verdict was computed; rerun snakemake"]
-        if p.suffix == ".json":
-            try:
-                check_seal(read_ledger_file(p, "results file"), p)
-            except (TamperedFileError, LedgerFileError) as err:
-                return [f"{cid}: {err}"]
+        try:
+            load_results([p])  # sealed and intact (an unsealed results file is refused too)
+        except (TamperedFileError, LedgerFileError) as err:
+            return [f"{cid}: {err}"]
+    # the replicate summaries of a headline entry: replicate 0 = the entry itself, the others = the
+    # replicate entries it read (verdict, headline, measured, controls); an edited summary is found
+    summaries = {r.get("replicate"): r for r in (e.get("replicates") or []) if isinstance(r, Mapping)}
+    if summaries and int(e.get("replicate", 0)) == 0:
+        if not _same(summaries.get(0), replicate_summary(e)):
+            return [f"{cid}: replicates[0] of {claims_dir / (cid + '.json')} differs from the entry's own verdict and "
+                    "numbers (edited by hand?); delete the entry and rerun snakemake"]
     for rel, sha in (e.get("replicate_entries_sha256") or {}).items():
         p = root / rel
         if not p.is_file():
             return [f"{cid}: replicate entry {p} is missing"]
-        if sha256_file(p) != sha:
+        if content_sha256(p) != sha:
             return [f"{cid}: replicate entry {p} changed after the headline entry was written; rerun snakemake"]
         try:
-            problems = check_chain(p.parent, read_ledger_file(p, "replicate entry"))
+            rep = read_ledger_file(p, "replicate entry")
+            problems = check_chain(p.parent, rep)
         except LedgerFileError as err:
             problems = [str(err)]
         if problems:
             return [f"{cid} (replicate {rel}): {problems[0]}"]
+        if not _same(summaries.get(rep.get("replicate")), replicate_summary(rep)):
+            return [f"{cid}: replicates[{rep.get('replicate')}] of {claims_dir / (cid + '.json')} differs from the "
+                    f"replicate entry {p} (edited by hand?); delete the entry and rerun snakemake"]
+    n_read = len(e.get("replicate_entries_sha256") or {})
+    if summaries and int(e.get("replicate", 0)) == 0 and len(summaries) != 1 + n_read:
+        return [f"{cid}: {len(summaries)} replicate summaries, but the entry read {n_read} replicate entries "
+                "(edited by hand?); delete the entry and rerun snakemake"]
     return []
 
 
@@ -971,7 +1063,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     v = sub.add_parser("evaluate", help="apply one claim's criterion and write its evaluation")
     v.add_argument("claim")
     v.add_argument("--results", nargs="+", required=True)
-    v.add_argument("--scale", required=True, choices=SCALES)
+    v.add_argument("--scale", required=True, choices=EVALUATE_SCALES,
+                   help="smoke/default/paper (the config's scale) or gpu (results of ntkrepro.hron2020.gpu_run)")
     v.add_argument("--config-hash", default=None)
     v.add_argument("--out", required=True)
     v.add_argument("--replicate", type=int, default=0, help="replicate index of this run (0: the headline run)")
@@ -1001,16 +1094,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LedgerFileError, TamperedFileError) as err:
         print(f"ledger {args.cmd}: {err}", file=sys.stderr)
         return 1
+    except ClaimLookupError as err:
+        print(f"ledger {args.cmd}: {err}", file=sys.stderr)
+        return 2
 
 
 def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.cmd == "evaluate":
+        try:
+            get_claim(args.claim)
+        except KeyError as err:
+            raise ClaimLookupError(f"unknown claim {args.claim!r} ({err.args[0] if err.args else err}); registered claims: "
+                                   f"{', '.join(registered_claims())}") from None
         missing = [p for p in args.results if not Path(p).is_file()]
         if missing:
             raise LedgerFileError(f"results file(s) {', '.join(missing)} do not exist (run snakemake to make them)")
-        evaluation = make_evaluation(args.claim, load_results(args.results), scale=args.scale,
-                                     config_hash=args.config_hash, replicate=args.replicate,
-                                     results_sha256=file_hashes(args.results, results_root(args.out)))
+        results = load_results(args.results)
+        for stem, r in results.items():
+            ran = (r.get("provenance") or {}).get("scale") if isinstance(r.get("provenance"), Mapping) else None
+            if ran is not None and ran != args.scale:
+                raise LedgerFileError(f"results file of {stem} was computed at scale {ran!r}, not --scale "
+                                      f"{args.scale}: judge it at --scale {ran}")
+        try:
+            evaluation = make_evaluation(args.claim, results, scale=args.scale,
+                                         config_hash=args.config_hash, replicate=args.replicate,
+                                         results_sha256=file_hashes(args.results, results_root(args.out)))
+        except (KeyError, IndexError, TypeError) as err:
+            raise LedgerFileError(f"results {', '.join(map(str, args.results))} do not hold what claim {args.claim}'s "
+                                  f"criterion reads ({type(err).__name__}: {err}); are they the results of "
+                                  f"{args.claim}? Its rule's results are listed in the claim map") from None
         write_json(args.out, evaluation)
         print(f"{args.claim} (replicate {args.replicate}): {evaluation['verdict']} -- {evaluation['reason']}")
     elif args.cmd == "entry":
@@ -1024,7 +1136,7 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                       [read_ledger_file(p, "replicate entry") for p in args.replicate_entries])
         # the hash chain (check_chain): the evaluation this entry copies, and the replicate entries it read
         root = Path(args.out).parent.parent
-        entry["evaluation_sha256"] = sha256_file(args.evaluation)
+        entry["evaluation_sha256"] = content_sha256(args.evaluation)
         if args.replicate_entries:
             entry["replicate_entries_sha256"] = file_hashes(args.replicate_entries, root)
         write_json(args.out, entry)
@@ -1040,6 +1152,15 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 raise LedgerFileError(f"claim {e['id']} is given twice ({seen[e['id']]} and {p}); "
                                       "give each ledger entry once")
             seen[e["id"]] = p
+        # the table (and the report built from it) holds only entries that pass `ledger check`: an
+        # entry edited by hand, or resting on an edited evaluation or results file, stops the build here
+        problems = [q for p, e in zip(args.entries, entries)
+                    for q in check_controls(e) + check_replicates(e) + check_chain(Path(p).parent, e)]
+        if problems:
+            for q in problems:
+                print("LEDGER:", q, file=sys.stderr)
+            raise LedgerFileError(f"{len(problems)} problem(s) in the ledger entries (above, by file) failed the "
+                                  "ledger check; no claims table is written from unchecked entries")
         write_table(entries, Path(args.csv), Path(args.md), Path(args.tex))
         got = {e["id"] for e in entries}
         if set(args.expected) != got:
@@ -1059,6 +1180,9 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         expected = idx.get("claims")
         if not isinstance(expected, list) or not all(isinstance(c, str) for c in expected):
             raise LedgerFileError(f"claims index {index} has no list of claim ids: rerun snakemake")
+        if not expected:
+            raise LedgerFileError(f"claims index {index} lists no claims (\"claims\": []): the DAG registers claims, "
+                                  "so the index was edited or written by hand; delete it and rerun snakemake")
         problems = check(claims_dir, expected, idx.get("replicates"), chain=True)
         problems += [f"missing report {p}" for p in args.pdf if not Path(p).is_file()]
         for p in problems:

@@ -1,6 +1,7 @@
 # Shared helpers: paths, the claim/figure registry, and the command lines rules use.
 # Orchestration only -- all computation is in src/ntkrepro.
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -9,6 +10,9 @@ from ntkrepro.io import canonical_hash
 from ntkrepro.provenance import source_hash
 from ntkrepro.replicates import replicate_config, replicate_dir, replicated_claims
 
+# results_dir normalised ("results/", "./results" and "results" are one folder), so that the single-claim
+# targets (results/claims/H1.json) match the rules' outputs whichever way it was written.
+config["results_dir"] = os.path.normpath(config["results_dir"])
 R = config["results_dir"]
 SCALE = config["scale"]
 # Replicates (Snakefile, ntkrepro.replicates): how many (replicate 0 = this run), and which one this
@@ -16,8 +20,13 @@ SCALE = config["scale"]
 N_REPLICATES = int(config["replicates"])
 REPLICATE = int(config.get("replicate_index", 0))
 MAX_REPLICATES = 5  # modules rep1..rep4 are declared in the Snakefile
-# Hash of what determines the numbers (where outputs go does not).
+# Hash of the whole config (where outputs go does not count). It keys NO job: each compute job is keyed
+# on the config it reads -- its section in `params.cfg` (recorded as provenance.section_hash) and the
+# scale, both in its command -- so editing hron2020.H2.n_boot reruns H2's chain only (issue 32); each
+# evaluation on the scale and its results files.
 CONFIG_HASH = canonical_hash({k: v for k, v in config.items() if k != "results_dir"})
+# What an evaluation reads from the config: the scale (its results files are its inputs).
+EVALUATION_CONFIG_HASH = canonical_hash({"scale": SCALE})
 # Jobs run with the interpreter running Snakemake (the project .venv); with `--sdm conda` they
 # run `python` from the rule's activated conda env (envs/environment.yaml) instead.
 _SDM = {str(m).lower() for m in workflow.deployment_settings.deployment_method}
@@ -117,7 +126,7 @@ def compute_cmd(function=None):
     code = function_code_hash(function) if function else "{params.code_hash}"
     return (
         f"{PY} -m ntkrepro.run {fn} --params {{params.cfg:q}} --scale {SCALE} "
-        f"--config-hash {CONFIG_HASH} --code-hash {code} "
+        f"--code-hash {code} "
         f"--out {{output.results:q}} {{params.extra}} > {{log:q}} 2>&1"
     )
 

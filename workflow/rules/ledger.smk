@@ -63,7 +63,7 @@ rule claim_evaluation:
         f"{R}/logs/claims/{{claim}}.evaluation.log",
     params:
         scale=SCALE,
-        config_hash=CONFIG_HASH,
+        config_hash=EVALUATION_CONFIG_HASH,  # the config an evaluation reads (the scale), not the whole config
         # the criterion lives in the paper's claims module (and the modules it imports); its text,
         # version and amendments in the paper's pre-registration claims.toml beside it
         code=lambda wc: code_hash("ntkrepro.ledger", f"ntkrepro.{CLAIMS[wc.claim]['paper']}.claims",

@@ -20,6 +20,7 @@ protocol (3200/1600/1600 for selection, 25K/25K final) deterministically from a 
 
 from __future__ import annotations
 
+import logging
 import re
 import tarfile
 import zlib
@@ -32,6 +33,9 @@ import numpy as np
 
 from ntkrepro.data.archive import (ArchiveError, ArchiveSpec, check_keys, config_bool, corrupt, resolve_archive,
                                    safe_members)
+from ntkrepro.data.text import tokenize
+
+log = logging.getLogger(__name__)
 
 OFFICIAL_URL = "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz"
 OFFICIAL_FILENAME = "aclImdb_v1.tar.gz"
@@ -83,11 +87,16 @@ def resolve(cfg: Mapping[str, Any]) -> Path:
                            download=config_bool(cfg, "download", "data.imdb"))
 
 
-def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, list[Review]]:
+def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS,
+                 report: dict[str, Any] | None = None) -> dict[str, list[Review]]:
     """All labelled reviews of ``splits`` in the archive at ``path``, sorted by (label, id).
 
     Raises :class:`ArchiveError` for an unreadable archive, an unsafe or non-regular member, a
-    rating inconsistent with its folder (pos >= 7, neg <= 4), duplicate ids or an empty split.
+    rating inconsistent with its folder (pos >= 7, neg <= 4), duplicate ids, an empty split or a
+    review without words (naming its archive members). A review that is not valid UTF-8 is decoded
+    with U+FFFD replacements, counted, and warned about once per archive (one log line); with
+    ``report`` (a dict) the count and members are stored there (``invalid_utf8``,
+    ``invalid_utf8_members``) for the results to record.
     """
     path = Path(path)
     bad = [s for s in splits if s not in SPLITS]
@@ -95,6 +104,8 @@ def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, 
         raise ValueError(f"unknown IMDb splits {bad}; expected a subset of {SPLITS}")
     out: dict[str, list[Review]] = {s: [] for s in splits}
     seen: set[tuple[str, int, int]] = set()
+    bad_utf8: list[str] = []  # members that are not valid UTF-8 (decoded with U+FFFD replacements)
+    empty: list[str] = []  # members with no tokens (no kernel exists for a fully padded review)
     try:
         tar = tarfile.open(path, mode="r:*")
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
@@ -117,12 +128,29 @@ def read_reviews(path: str | Path, splits: Sequence[str] = SPLITS) -> dict[str, 
                 seen.add(key)
                 fh = tar.extractfile(m)
                 assert fh is not None
-                text = fh.read().decode("utf-8", errors="replace")
+                raw = fh.read()
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = raw.decode("utf-8", errors="replace")
+                    bad_utf8.append(m.name)
+                if not tokenize(text):
+                    empty.append(m.name)
                 out[split].append(Review(split, label, rid, rating, text))
     except ArchiveError:
         raise
     except Exception as err:  # noqa: BLE001 -- EOFError, zlib.error, a truncated member ...
         raise corrupt(path, err) from err
+    if empty:
+        raise ArchiveError(f"{path}: {len(empty)} review(s) have no words: archive member(s) "
+                           f"{', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}; a fully padded review has no "
+                           "kernel. Use the official archive, or remove these members")
+    if bad_utf8:
+        log.warning("%s: %d review(s) not valid UTF-8 (first: %s); invalid bytes replaced by U+FFFD",
+                    path, len(bad_utf8), bad_utf8[0])
+    if report is not None:
+        report["invalid_utf8"] = len(bad_utf8)
+        report["invalid_utf8_members"] = bad_utf8[:20]
     for s, revs in out.items():
         if not revs:
             raise ArchiveError(f"{path}: no reviews under aclImdb/{s}/{{pos,neg}}/ -- not the aclImdb layout")

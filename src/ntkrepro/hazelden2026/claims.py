@@ -102,7 +102,10 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
     controls = []
     for dname, tol in TOL.items():
         d = r["dtypes"][dname]
-        mx = max(s["rel_error"] for s in d["sites"])
+        errs = [float(s["rel_error"]) for s in d["sites"]]
+        # a NaN at any site is a failed computation: the maximum is NaN (so neither within nor beyond the
+        # tolerance: inconclusive), never the largest finite error (Python's max ignores a later NaN)
+        mx = float("nan") if any(e != e for e in errs) else max(errs)
         measured[f"max_rel_error_{dname}"] = float(mx)
         ok &= mx <= tol
         bad |= mx > tol
@@ -129,6 +132,11 @@ def evaluate_g1(results: Results, scale: str) -> Evaluation:
             power.append(_coverage_line("site kinds", len(G1_KINDS) - len(missing), len(G1_KINDS), "site kinds"))
         if not discriminates:
             power.append(_control_line(worst_control))
+        nan_sites = [k for k in TOL if measured[f"max_rel_error_{k}"] != measured[f"max_rel_error_{k}"]]
+        if nan_sites:
+            power.append(NotePowerLine("relative error", 0.0, 0.0, "sites", 0.0, float("inf"),
+                                       note=f"a site's {', '.join(nan_sites)} relative error is NaN (a failed "
+                                            "computation): rerun G1"))
     reason = (f"max rel. error fp64 {measured['max_rel_error_float64']:.2e} (tol 1e-10), "
               f"fp32 {measured['max_rel_error_float32']:.2e} (tol 1e-5) over {measured['n_sites']} sites; "
               f"smallest negative-control error {worst_control:.2e} (needs >= {CONTROL_MIN:g})"

@@ -322,6 +322,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tiers", choices=("gpu", "smoke"), default="gpu", help="smoke: CPU-sized tiers (tests)")
     ap.add_argument("--write-params-snapshot", action="store_true", help=f"rewrite {PARAMS_SNAPSHOT.name} and exit")
     args = ap.parse_args(argv)
+    if not (np.isfinite(args.budget_s) and args.budget_s > 0):
+        ap.error(f"--budget-s must be a positive number of seconds, got {args.budget_s!r}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        ap.error(f"--out {out} is a file, not a folder: give a results folder (e.g. results-gpu)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".gpu_run_write_test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        ap.error(f"--out {out}: cannot write there ({err.strerror or err})")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if args.write_params_snapshot:
         print(write_params_snapshot())

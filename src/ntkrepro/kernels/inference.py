@@ -143,6 +143,10 @@ def kernel_regression(k_train_train: np.ndarray, k_test_train: np.ndarray, y_tra
     if not np.isfinite(float(diag_reg)):
         raise ValueError(f"diag_reg must be finite, got {diag_reg!r}: an infinite ridge gives all-zero predictions "
                          "(chance accuracy); check diag_reg_grid in the config")
+    if k.shape[0] and not np.isfinite(float(diag_reg) * (float(np.trace(k)) / k.shape[0]) * (1 + 1e-2)):
+        # a finite but huge ridge (1e308) times the mean diagonal overflows to inf inside the Cholesky
+        raise ValueError(f"diag_reg={diag_reg!r} times the kernel's mean diagonal overflows float64: the ridge would "
+                         "be infinite and every prediction 0 (chance accuracy); check diag_reg_grid in the config")
     factor, jitter = regularised_cholesky(k, float(diag_reg))
     pred = ks @ sla.cho_solve(factor, y, check_finite=False)
     if not np.all(np.isfinite(pred)):

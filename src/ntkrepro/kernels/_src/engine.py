@@ -368,6 +368,13 @@ class FastKernelFn:
         x2 = x1 if sym else jnp.asarray(x2)
         if x1.shape[1:] != x2.shape[1:]:
             raise ValueError(f"x1 and x2 must share trailing shape, got {x1.shape} and {x2.shape}")
+        if x1.shape[0] == 0 or x2.shape[0] == 0:
+            # an empty batch: an empty kernel, as neural-tangents returns (its trailing shape from a
+            # one-input probe), not a ZeroDivisionError from a reshape of zero rows
+            probe = self._call(jnp.zeros((1, *x1.shape[1:]), x1.dtype), None, get=names)
+            probe = tuple(probe)
+            out = [jnp.zeros((x1.shape[0], x2.shape[0], *p.shape[2:]), p.dtype) for p in probe]
+            return out[0] if single_get else collections.namedtuple("Kernel", names)(*out)
         if mask_constant is not None and self.trim:
             x1, x2 = self._trim(x1, None if sym else x2, mask_constant)
             x2 = x1 if sym else x2
