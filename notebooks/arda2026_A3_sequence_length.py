@@ -44,7 +44,7 @@ for kind, r in res["kinds"].items():
                 ax.plot(x, tm[:, j], ".", color="0.5", ms=4, label="teacher draws (mean over seeds)" if j == 0 else None)
         sl = s["slope"]
         ax.plot(x, s["mean"], mk + "-", mfc="none" if kind != head else None,
-                label=f"{lab}: mean, slope {sl['value']:.2f} [{sl['ci_low']:.2f}, {sl['ci_high']:.2f}]"
+                label=("" if key == "min_train_loss" else "loss / initial loss, ") + f"{lab}: mean, slope {sl['value']:.2f} [{sl['ci_low']:.2f}, {sl['ci_high']:.2f}]"
                       + ("" if kind == head else " (not judged)"))
     if kind == head:
         s = r["metrics"]["initial_loss"]
