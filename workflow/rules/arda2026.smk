@@ -29,11 +29,13 @@ _ARDA_CAPTIONS = {
         "with 95% bootstrap interval over teacher draws)."
     ),
     "A3": (
-        "A3 (Arda et al. 2026), authors' teacher: left, absolute minimum training loss after "
+        "A3 (Arda et al. 2026), authors' teacher. Left (judged): absolute minimum training loss after "
         "projected GD vs sequence length T at fixed width and sample size (mean with 95% "
-        "hierarchical-bootstrap CI over teacher draws and seeds; one marker per teacher draw), the "
-        "initial loss (mean y^2) for reference, log-log slope with its interval (the judged "
-        "quantity); right, the loss divided by the teacher's label variance (description)."
+        "hierarchical-bootstrap CI over teacher draws and seeds; one marker per teacher draw), its "
+        "log-log slope with its interval (part 1), the initial loss (mean y^2) and initial loss / 2 "
+        "(part 2: the trained loss must lie below it at every T). Right (reported, not judged): the "
+        "loss divided by the initial loss and by the label variance, which the theorem does not bound. "
+        "Both panels: the IndRNN trained on the same data, the paper's contrast (not judged)."
     ),
     "A4": (
         "A4 (Arda et al. 2026, Fig. 2): lag-L forecasting. Top, minimum validation MSE (standardised "
