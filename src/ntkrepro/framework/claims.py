@@ -451,25 +451,41 @@ def evaluate_f6(results: Results, scale: str) -> Evaluation:
     )
 
 
-def f6_reversed_ranks(v: Mapping) -> dict[str, list]:
-    """The variants' effective ranks permuted so that their order is reversed: the variant with the
-    j-th lowest rank (seed mean at the largest width) gets the rank array of the variant with the j-th
-    highest. Spearman(rank, -exponent) across variants changes sign."""
+def f6_orthogonal_permutation(ranks: np.ndarray) -> np.ndarray:
+    """The permutation ``perm`` of the variants whose reassigned ranks ``ranks[perm]`` have the Spearman
+    correlation closest to 0 with ``ranks`` (ties: the lexicographically first), i.e. an assignment of
+    the measured ranks that carries no rank information about the real one. Exhaustive over all
+    permutations (at most 9 variants)."""
+    from itertools import permutations
+
+    ranks = np.asarray(ranks, float)
+    n = ranks.size
+    if n > 9:
+        raise ValueError(f"f6_orthogonal_permutation enumerates permutations: at most 9 variants, got {n}")
+    best, best_perm = np.inf, np.arange(n)
+    for perm in permutations(range(n)):
+        r = abs(spearman(ranks[list(perm)], ranks))
+        if r < best - 1e-12:
+            best, best_perm = r, np.asarray(perm)
+    return best_perm
+
+
+def f6_orthogonal_ranks(v: Mapping) -> dict[str, list]:
+    """The variants' effective-rank arrays reassigned by :func:`f6_orthogonal_permutation` of their
+    seed-mean ranks at the largest width: variant ``i`` gets the arrays of variant ``perm[i]``."""
     names = list(v["variants"])
     _, ranks = f6_variant_summary(v, np.asarray(v["widths"], float))
-    order = np.argsort(ranks, kind="stable")
-    out = {}
-    for j, i in enumerate(order):
-        out[names[i]] = v["eff_rank_init"][names[order[len(order) - 1 - j]]]
-    return out
+    perm = f6_orthogonal_permutation(ranks)
+    return {names[i]: v["eff_rank_init"][names[int(perm[i])]] for i in range(len(names))}
 
 
-@register_control("F6", "ranks_permuted")
-def control_f6_ranks_permuted(results: Results) -> Results:
-    """F6's control: the effective ranks permuted across variants by the order-reversing permutation
-    (:func:`f6_reversed_ranks`), losses, exponents and the F2 runs unchanged."""
+@register_control("F6", "ranks_uninformative")
+def control_f6_ranks_uninformative(results: Results) -> Results:
+    """F6's control: the effective ranks reassigned across variants so that they carry no rank
+    information about the measured ones (:func:`f6_orthogonal_ranks`); losses, exponents and the F2
+    runs unchanged. (Before issue 28: the order-reversing permutation, a mirror image of the real run.)"""
     v = one_result(results, "F6_variants")
-    return _control(results, "F6_variants", {"eff_rank_init": f6_reversed_ranks(v)})
+    return _control(results, "F6_variants", {"eff_rank_init": f6_orthogonal_ranks(v)})
 
 
 __all__ = ["evaluate_f1", "evaluate_f2", "evaluate_f3", "evaluate_f4", "evaluate_f5", "evaluate_f6", "Verdict"]
