@@ -48,7 +48,7 @@ ax.plot(w, corr0.mean((1, 2)), "s:", color="C1",
 ax.plot([], [], " ", label=f"reported, not judged: training gain {interval_text(gain, 3)} per doubling")
 ax.plot(w, np.mean(res["corr_teacher"], (1, 2)), "^:", color="C2", label="trained vs teacher pattern")
 ax.set(xscale="log", xlabel="width W", ylabel="off-diagonal Pearson r", title="judged: slope of trained r vs log2 W (> 0)")
-ax.legend(fontsize=7)
+ax.legend(fontsize=6, loc="center right")
 for ax, (m, title) in zip(axes[1:], [(res["ntk_reference_seed0_mean"], f"NTK rank-{res['params']['topk']} reconstruction"),
                                     (res["attention_seed0_mean"][0], f"trained attention, W = {int(w[0])}"),
                                     (res["attention_seed0_mean"][-1], f"trained attention, W = {int(w[-1])}")]):
