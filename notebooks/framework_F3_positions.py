@@ -46,7 +46,12 @@ ax.legend(fontsize=7)
 ax = axes[1, 1]
 for k, label in names.items():
     ax.plot(np.arange(1, len(V[k]["eigvec_centroid"]) + 1), V[k]["eigvec_centroid"], "o-", ms=3, label=label)
-ax.set(xlabel="eigenvalue index", ylabel="spectral centroid (cycles / sequence)", title="frequency of eigenvectors")
+m = ev["measured"]
+lf = m["low_freq_share_eigvecs_2_to_k_minus_white"]
+ax.axvspan(1.5, m["top_k"] + 0.5, color="0.9", zorder=0)
+ax.set(xlabel="eigenvalue index", ylabel="spectral centroid (cycles / sequence)",
+       title=f"judged (a): eigenvectors 2..{m['top_k']} (shaded), low-freq share - white\n"
+             f"{lf['value']:.3g} [{lf['ci_low']:.3g}, {lf['ci_high']:.3g}]")
 ax.legend(fontsize=7)
 ax = axes[1, 2]
 for k, label in names.items():
@@ -54,7 +59,9 @@ for k, label in names.items():
     ax.plot(np.arange(1, prof.size + 1), prof, "o-", ms=3, label=label)
 ax.set(xlabel="distance |s - t|", ylabel="mean K_st / mean K_ss", title="positional profile")
 ax.legend(fontsize=7)
-fig.suptitle("F3: infinite-width NTK over positions (Gaussian-token sequences)")
+fig.suptitle("F3: infinite-width NTK over positions (Gaussian-token sequences) -- judged: (a) low-frequency share of "
+             "eigenvectors 2..k vs white, (b) off-diagonal fraction with vs without attention, (c) distance-profile "
+             "spread with vs without encodings", fontsize=9)
 fig.tight_layout(rect=(0, 0.05, 1, 1))
 save_figure(fig, png, pdf, scale=scale, provenance=res["provenance"],
             substitutes=ev["substitutes"], verdict=ev["verdict"])

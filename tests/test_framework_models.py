@@ -142,3 +142,27 @@ def test_draw_params_shapes_distribution_and_determinism():
     for a, b in zip(jax.tree.leaves(p), jax.tree.leaves(again)):
         np.testing.assert_array_equal(np.asarray(a)[1], np.asarray(b)[0])
     assert not np.allclose(np.asarray(jax.tree.leaves(p)[0])[0], np.asarray(jax.tree.leaves(p)[0])[1])
+
+
+def test_positionwise_attention_is_softmax_attention_on_one_token():
+    """F3's control block (issue 28): attention with the identity pattern. On a one-token sequence softmax
+    attention has exactly that pattern (and zero query/key gradients), so both infinite-width kernels agree
+    (fp64); on longer sequences they differ, and the position-wise block has no flax twin."""
+    from jax.experimental import enable_x64
+
+    from ntkrepro.framework import models
+
+    rng = np.random.default_rng(0)
+    with enable_x64():
+        x1 = rng.normal(size=(3, 1, 6))
+        soft = models.BlockSpec(width=8, n_heads=2, attention="SOFTMAX")
+        pw = soft.with_(attention="POSITIONWISE")
+        a = np.asarray(soft.kernel_fn()(x1, None, "ntk"))
+        b = np.asarray(pw.kernel_fn()(x1, None, "ntk"))
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        x4 = rng.normal(size=(2, 4, 6))
+        a4 = np.asarray(soft.kernel_fn()(x4, None, "ntk"))
+        b4 = np.asarray(pw.kernel_fn()(x4, None, "ntk"))
+        assert np.abs(a4 - b4).max() > 1e-3 * np.abs(a4).max()
+    with pytest.raises(NotImplementedError, match="infinite width only"):
+        pw.flax()

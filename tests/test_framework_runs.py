@@ -19,14 +19,21 @@ def test_run_f3_deterministic_and_structured(tmp_path):
         ctx = RunContext(scale="smoke", outputs={"kernels": tmp_path / f"k{i}.npz"}, params=p)
         outs.append((positions.run_f3(p, ctx), read_npz(tmp_path / f"k{i}.npz")[0]))
     (r1, k1), (r2, k2) = outs
-    for name in ("pe", "no_pe", "no_attention_pe", "no_attention_no_pe"):
+    for name in ("pe", "no_pe", "no_attention_pe", "no_attention_no_pe", "positionwise_pe", "shuffled_pe"):
         np.testing.assert_array_equal(k1[name], k2[name])
         assert k1[name].shape == (4, 8, 8)
         np.testing.assert_allclose(k1[name], k1[name].transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
         assert np.all(np.linalg.eigvalsh(k1[name]) > -1e-4 * np.abs(k1[name]).max())  # PSD
     assert r1["variants"] == r2["variants"]
-    # the negative control's kernels (no attention, no encodings) differ from the encoded no-attention block's
+    # the reported no-attention, no-encoding kernels differ from the encoded no-attention block's
     assert np.abs(k1["no_attention_no_pe"] - k1["no_attention_pe"]).max() > 1e-3 * np.abs(k1["no_attention_pe"]).max()
+    # the controls (issue 28): the shuffled order is a derangement of the positions, and the position-wise
+    # block (identity attention pattern) differs from both the transformer and the block without attention
+    perm = np.asarray(r1["shuffled_positions"])
+    assert sorted(perm.tolist()) == list(range(8)) and not np.any(perm == np.arange(8))
+    np.testing.assert_array_equal(perm, positions.shuffled_positions(0, 8))
+    for other in ("pe", "no_attention_pe"):
+        assert np.abs(k1["positionwise_pe"] - k1[other]).max() > 1e-3 * np.abs(k1[other]).max()
 
 
 def test_run_f5_deterministic_and_causal_kernel_is_different():

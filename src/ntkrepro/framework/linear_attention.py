@@ -61,9 +61,10 @@ import numpy as np
 
 from ntkrepro.framework.models import BlockSpec
 
-#: F1's negative control: the closed form with the constant 2 in place of 4 -- the constant of the tied
-#: :math:`d^{-1}` variant (readout and value blocks only), i.e. the query and key gradients left out.
-WRONG_CONSTANT = 2.0
+#: F1's negative control (issue 28, CLAIMS.md rule 7: the nearest false alternative): the closed form with
+#: a constant 3 % too large, 4.12 in place of 4 -- a kernel a few percent wrong. (The control before issue 28
+#: used 2, the tied :math:`d^{-1}` variant's constant: a kernel wrong by a factor of two.)
+WRONG_CONSTANT = 4.0 * 1.03
 
 
 def linear_attention_spec(width: int, n_heads: int, scaling: str = "sqrt", qk_std: float = 1.0) -> BlockSpec:

@@ -52,7 +52,10 @@ import numpy as np
 
 from ntkrepro.nt import nt, stax
 
-ATTENTIONS = ("SOFTMAX", "IDENTITY", "NONE")  # NONE: no attention sub-layer (baseline)
+#: NONE: no attention sub-layer (baseline). POSITIONWISE (infinite width only, F3's control): the attention
+#: sub-layer with its pattern replaced by the identity -- each position attends to itself only, so the
+#: branch is the value and output projections applied position-wise and couples no positions.
+ATTENTIONS = ("SOFTMAX", "IDENTITY", "NONE", "POSITIONWISE")
 SCALINGS = {"linear": 1.0, "sqrt": 0.5}
 ACTIVATIONS = ("relu", "gelu")  # FFN nonlinearity: ReLU (kinked) or exact GELU (smooth)
 
@@ -124,7 +127,13 @@ class BlockSpec:
         layers = []
         if self.embed:
             layers.append(stax.Dense(self.width))
-        if self.attention != "NONE":
+        if self.attention == "POSITIONWISE":
+            n_out = self.width if self.embed else self.out_dim if self.ffn_mult == 0 else self.width
+            attn = stax.serial(stax.Dense(self.n_heads * self.d_head), stax.Dense(n_out))
+            layers.append(_stax_residual(attn) if self.residual else attn)
+            if self.layernorm:
+                layers.append(stax.LayerNorm(axis=-1))
+        elif self.attention != "NONE":
             attn = stax.GlobalSelfAttention(
                 self.width if self.embed else self.out_dim if self.ffn_mult == 0 else self.width,
                 self.d_head, self.d_head, self.n_heads, linear_scaling=self.tied,
@@ -151,6 +160,8 @@ class BlockSpec:
     # ---------------------------------------------------------------- finite width
     def flax(self) -> "Block":
         """The finite network as a flax module (``Block(self)``)."""
+        if self.attention == "POSITIONWISE":
+            raise NotImplementedError("attention='POSITIONWISE' exists at infinite width only (BlockSpec.stax)")
         return Block(self)
 
 

@@ -4,8 +4,13 @@ For each Gaussian-token sequence :math:`x_a` the position kernel :math:`\Theta(x
 (:math:`S\times S`, neural-tangents ``kernel_fn``) of the bidirectional block
 (:func:`block_spec`) is computed for three variants: with sinusoidal encodings added to the inputs
 (``pe``), without (``no_pe``), and the same block with its attention sub-layer removed, with
-encodings (``no_attention_pe``, the no-coupling baseline); and, for the negative control, the block
-without attention and without encodings (``no_attention_no_pe``). The criteria
+encodings (``no_attention_pe``, the no-coupling baseline); the block without attention and without
+encodings (``no_attention_no_pe``, reported); and for the negative controls (issue 28, the nearest false
+alternative of each stated property): the block whose attention pattern is the identity, i.e. the value
+and output projections applied position-wise, with encodings (``positionwise_pe``: attention's
+parameters, no coupling between positions), and the block with the same sinusoidal encodings assigned
+to the positions in a fixed random order (``shuffled_pe``: positions tagged, no relative-position
+order). The criteria
 (:func:`ntkrepro.framework.claims.evaluate_f3`) read the per-sequence kernels from the ``.npz``.
 """
 
@@ -36,17 +41,31 @@ def position_kernels_inf(spec: models.BlockSpec, x: np.ndarray, chunk: int = 8) 
     return np.concatenate(out)
 
 
+def shuffled_positions(seed: int, seq_len: int) -> np.ndarray:
+    """The fixed random order of positions of the ``shuffled_pe`` control: a permutation drawn from
+    ``seed`` with no fixed point (a derangement: every position gets another position's encoding)."""
+    rng = np.random.default_rng([int(seed), 28])
+    while True:
+        perm = rng.permutation(seq_len)
+        if seq_len < 2 or not np.any(perm == np.arange(seq_len)):
+            return perm
+
+
 def run_f3(params: dict, ctx) -> dict:
     """Position kernels of the three variants; spectra and Fourier content of the mean kernels."""
     p = dict(params)
     x = sp.gaussian_sequences(p["seed"], p["n_seq"], p["seq_len"], p["d_in"])
     x_pe = models.make_inputs(x, True, base=p["pe_base"], scale=p["pe_scale"])
+    shuffle = shuffled_positions(p["seed"], p["seq_len"])
+    x_shuffled = x + (x_pe - x)[:, shuffle]          # the same encoding rows, positions in a fixed random order
     variants = {
         "pe": position_kernels_inf(block_spec(p), x_pe),
         "no_pe": position_kernels_inf(block_spec(p), x),
         "no_attention_pe": position_kernels_inf(block_spec(p, "NONE"), x_pe),
-        # F3's negative control (claims.toml): neither attention nor encodings
         "no_attention_no_pe": position_kernels_inf(block_spec(p, "NONE"), x),
+        # F3's negative controls (claims.toml, issue 28)
+        "positionwise_pe": position_kernels_inf(block_spec(p, "POSITIONWISE"), x_pe),
+        "shuffled_pe": position_kernels_inf(block_spec(p), x_shuffled),
     }
     write_npz(ctx.outputs["kernels"], variants, provenance=ctx.provenance())
     S = p["seq_len"]
@@ -65,5 +84,5 @@ def run_f3(params: dict, ctx) -> dict:
             "offdiag_fraction_mean": float(sp.offdiag_fraction(k).mean()),
             "mean_kernel": k.mean(0).tolist(),
         }
-    return {"variants": summary, "low_freq_cutoff": cutoff,
+    return {"variants": summary, "low_freq_cutoff": cutoff, "shuffled_positions": shuffle.tolist(),
             "white_low_freq_share": sp.white_low_freq_fraction(S, cutoff)}
