@@ -13,8 +13,9 @@ Two independent checks enforce it:
   disappeared, and an entry that is not locked yet. ``python -m ntkrepro.amendment_log lock`` adds
   new entries to the lock and refuses to change an existing checksum.
 * **The git history** (:func:`history_problems`, when the checkout has one): every entry, in every
-  committed version of a ``claims.toml`` since :data:`HISTORY_SINCE`, must equal its current
-  version, so an edit cannot hide behind a regenerated lock.
+  version of a ``claims.toml`` committed on main's first-parent line since :data:`HISTORY_SINCE`
+  (a branch's drafts before its merge are not publications), must equal its current version, so an
+  edit cannot hide behind a regenerated lock.
 
 CLI: ``python -m ntkrepro.amendment_log check`` (exit 1 with the problems) / ``lock``.
 """
@@ -138,7 +139,7 @@ def history_problems(root: Path, since: str = HISTORY_SINCE, papers: Iterable[st
     for paper in papers:
         rel = f"src/ntkrepro/{paper}/claims.toml"
         now = logs_of(claims_file(paper, root).read_text(encoding="utf-8"))
-        commits = _git(root, "log", "--format=%H", f"{since}^..HEAD", "--", rel).split()
+        commits = _git(root, "log", "--first-parent", "--format=%H", f"{since}^..HEAD", "--", rel).split()
         for commit in commits:
             try:
                 old = logs_of(_git(root, "show", f"{commit}:{rel}"))
