@@ -38,7 +38,7 @@ LOCK_FILE = Path(__file__).with_name("amendment_log.lock.json")
 LOGS = ("amendments", "corrections")
 #: The first commit from which the git-history check holds: the commit that restored the entries
 #: edited before the rule was enforced (their corrections are appended in the claims.toml files).
-HISTORY_SINCE = "AMENDMENT_LOG_BASE"
+HISTORY_SINCE = "daed2ab553b24a8dfd72991bd752360c3f87a8db"
 
 
 def _src() -> Path:
