@@ -1,6 +1,7 @@
 """The amendment logs are append-only (issue 28 item 5): a checksum per entry and the git history."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,11 +28,10 @@ def test_editing_a_past_amendment_entry_fails(tmp_path, repo_root):
     root = _copy_tree(repo_root, tmp_path)
     path = al.claims_file("arda2026", root)
     text = path.read_text()
-    marker = "[[A3.amendments]]\n"
-    i = text.index(marker) + len(marker)
-    j = text.index("\nwhy = ", i)
-    # rewrite the first A3 amendment's `change` (a past entry)
-    path.write_text(text[:i] + text[i:j].replace("change = ", 'change = "edited later" # ', 1) + text[j:])
+    i = text.index("[[A3.amendments]]")
+    m = re.compile(r'why = ("""|")').search(text, i)
+    # rewrite the first A3 amendment's `why` (a past entry)
+    path.write_text(text[:m.end()] + "(edited later) " + text[m.end():])
     problems = al.check(root)
     assert any("A3 amendments entry 1 was edited" in p for p in problems), problems
     lock = tmp_path / "lock.json"
@@ -77,8 +77,8 @@ def test_history_check_finds_an_edit_the_lock_cannot_see(tmp_path, repo_root):
     path = al.claims_file("framework", root)
     text = path.read_text()
     i = text.index("[[F2.amendments]]")
-    j = text.index("why = ", i)
-    path.write_text(text[:j] + text[j:].replace("why = \"", "why = \"(rewritten) ", 1))
+    m = re.compile(r'why = ("""|")').search(text, i)
+    path.write_text(text[:m.end()] + "(rewritten) " + text[m.end():])
     _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "edit")
     assert any("F2 amendments entry 1 differs from commit" in p for p in al.history_problems(root, since=base))
 

@@ -139,7 +139,7 @@ def history_problems(root: Path, since: str = HISTORY_SINCE, papers: Iterable[st
     for paper in papers:
         rel = f"src/ntkrepro/{paper}/claims.toml"
         now = logs_of(claims_file(paper, root).read_text(encoding="utf-8"))
-        commits = _git(root, "log", "--first-parent", "--format=%H", f"{since}^..HEAD", "--", rel).split()
+        commits = [since] + _git(root, "log", "--first-parent", "--format=%H", f"{since}..HEAD", "--", rel).split()
         for commit in commits:
             try:
                 old = logs_of(_git(root, "show", f"{commit}:{rel}"))
