@@ -8,6 +8,7 @@ CI runs this file in the pinned environment and once more in .venv-jax-current (
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -81,8 +82,8 @@ def test_count_h4_counts_every_regression_of_both_runs():
 
 
 def _cal(params, tiers):
-    models = [{"family": f, "depth": d, "sym_s": 0.01, "rect_s": 0.02, "sym_first_s": 1.0, "rect_first_s": 1.0}
-              for f, d in gpu_run._models(params)]
+    models = [{"family": f, "depth": d, "sym_s": 0.01, "rect_s": 0.02, "sym_first_s": 1.0, "rect_first_s": 1.0,
+               "sym_recompile_s": 0.5, "rect_recompile_s": 0.25} for f, d in gpu_run._models(params)]
     reg = {t: {"grid_s": 0.05 * (v["n_train"] / 1000) ** 3, "refit_at_train_s": 0.01 * (v["n_train"] / 1000) ** 3,
                "refit_s": {str(v["n_train"] + v["n_val"]): 0.01 * ((v["n_train"] + v["n_val"]) / 1000) ** 3,
                            str((v["n_train"] + v["n_val"]) // 8): 0.01 * ((v["n_train"] + v["n_val"]) / 8000) ** 2}}
@@ -102,7 +103,7 @@ def test_prediction_counts_every_part_and_the_largest_fitting_tier_is_chosen():
     # the refits: 24 final + 4800 bootstrap at n=5000 (0.01 * 125 s each), the curve at 625..5000
     assert p5["boot"] == pytest.approx(4800 * 1.25) and p5["final"] == pytest.approx(24 * 1.25)
     assert p5["grid"] == pytest.approx(2 * 36 * 0.05 * 64 + 72 * 0.01 * 64)
-    assert p5["curve"] > 24 * 1.25 and p5["compile"] == pytest.approx(18 * (0.99 + 0.98))
+    assert p5["curve"] > 24 * 1.25 and p5["compile"] == pytest.approx(18 * 2 * 0.75)
     assert set(p5) == {"kernels", "compile", "cache_reads", "grid", "final", "boot", "curve", "fixed", "total"}
     assert gpu_run.choose_tier(pred, pred["t2000"] + 1, names) == ("t2000", True)
     assert gpu_run.choose_tier(pred, 1e9, names) == ("t5000", True)
@@ -126,6 +127,9 @@ BLOCKED = ("yaml", "tqdm", "neural_tangents", "snakemake", "jsonschema", "pandas
 class Bare(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in BLOCKED:
+            # the device has pyyaml for flax (flax.linen.summary imports it); nothing else may need it
+            if name.split(".")[0] == "yaml" and any("/flax/" in f.filename for f in __import__("inspect").stack()):
+                return None
             raise ImportError(f"{name} is not on the GPU machine")
 sys.meta_path.insert(0, Bare())
 from ntkrepro.hron2020 import gpu_run
@@ -185,7 +189,8 @@ def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_l
     assert (res["claim"], res["n_train"], res["n_val"], res["n_test"]) == ("H4", tier["n_train"], tier["n_val"],
                                                                             tier["n_test"])
     assert res["params"]["regression_backend"] == "jax" and res["params"]["block_size"] == tier["block_size"]
-    pytest.importorskip("yaml")  # the ledger runs in the pinned environment
+    if importlib.util.find_spec("yaml") is None:  # .venv-jax-current: the ledger runs in the pinned environment
+        return
     ev_path = out / "claims" / "H4_evaluation.json"
     ev = subprocess.run([sys.executable, "-m", "ntkrepro.ledger", "evaluate", "H4", "--results",
                          str(folders[h4[-1]] / "hron2020" / "H4_cifar10_kernels.json"), "--scale", "smoke",
