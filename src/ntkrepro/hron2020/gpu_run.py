@@ -314,6 +314,14 @@ def predict_h4(params: Mapping[str, Any], tier_name: str, tier: Mapping[str, Any
     curve = sum(c * _power(n, refit) for n, c in reg["curve"].items())
     # the test-accuracy interval of every final model and the 8 paired ordering intervals per run (n_boot each)
     fixed = (cnt["final_models"] + 8 * cnt["runs"]) * cal["ci_s"] + cal["load_data_s"]
+    # batched (jax) refits compile once per new batch shape: the final fit's, each learning-curve size's,
+    # a remainder chunk of the bootstrap (the grid's, the validation refit's and the bootstrap chunk's
+    # were compiled by the calibration)
+    n_fit = int(tier["n_train"]) + int(tier["n_val"])
+    n_boot = max(sum(reg["boot"].values()) // max(cnt["final_models"], 1), 1)
+    chunk = int(r.get("boot_chunk", n_boot))
+    shapes = 1 + sum(1 for m in reg["curve"] if m != n_fit) + int(n_boot % chunk != 0)
+    compile_s += shapes * float(r.get("compile_s", 0.0))
     parts = {"kernels": kernels, "compile": compile_s, "cache_reads": loads, "grid": grid, "final": final,
              "boot": boot, "curve": curve, "fixed": fixed}
     parts = {k: SAFETY * v for k, v in parts.items()}
@@ -410,19 +418,26 @@ def calibrate_regression(params: Mapping[str, Any], tier: Mapping[str, Any], bac
         _, out["grid_s"] = _timed(reg.select_diag_reg, k[:n_t, :n_t], k[n_t:n_fit, :n_t], y[:n_t], y[n_t:n_fit], grid)
         _, out["refit_at_train_s"] = _timed(reg.kernel_regression, k[:n_t, :n_t], k[n_t:n_fit, :n_t], y[:n_t], 1e-3)
     refit = {}
+    rs = dict(params.get("train_resample") or {})
+    n_boot, n_curve = int(rs.get("n_boot", 200)), int(rs.get("curve_draws", 5))
     for m in sorted({n_fit, max(10, n_fit // 8)}):
         kk, ks, yy = k[:m, :m], k[n_fit:, :m], y[:m]
         yt = rng.integers(0, 10, n_s)
-        draws = int(min(PROBE_DRAWS, max(2, int(params.get("train_resample", {}).get("n_boot", 200)))))
+        # the run's batch: the bootstrap's chunk at n_fit (its shape is then compiled here), the curve's draws
+        want = n_boot if m == n_fit else n_curve
+        draws = int(min(want, reg.chunk(m, m, n_s, 10))) if backend == "jax" else int(min(PROBE_DRAWS, want))
         plan = {"train": rng.integers(0, m, (draws, m)), "test": rng.integers(0, n_s, (draws, n_s))}
 
         def fit(a, b, c):
             return predicted_classes(reg.kernel_regression(a, b, c, 1e-3)) == yt
 
         many = reg.correct_many(kk, ks, yy, 1e-3, yt)
-        boot_accuracies(fit, kk, ks, yy, plan, correct_many=many)  # the same shapes: compiled (jax)
+        _, t_first = _timed(boot_accuracies, fit, kk, ks, yy, plan, correct_many=many)  # compiles (jax)
         _, t = _timed(boot_accuracies, fit, kk, ks, yy, plan, correct_many=many)
         refit[m] = t / draws
+        if m == n_fit:
+            out["boot_chunk"] = draws
+            out["compile_s"] = max(t_first - t, 0.0) if backend == "jax" else 0.0
     out["refit_s"] = refit
     TALLY.clear()
     TALLY.update(saved)
@@ -455,7 +470,7 @@ def calibrate(params: Mapping[str, Any], data: Mapping[str, Any], block: int, h4
         rec = {"family": fam, "depth": depth}
         for kind, args in (("sym", (a, None)), ("rect", (a, b))):
             rec[f"{kind}_first_s"] = one_block(kfn, args)
-            rec[f"{kind}_s"] = min(one_block(kfn, args) for _ in range(2))
+            rec[f"{kind}_s"] = min(one_block(kfn, args) for _ in range(3))  # the min: load only adds time
             # run_h4 builds a fresh kernel function per use: its first call loads the compiled
             # computation from the persistent cache (traces it again); once per model and use
             rec[f"{kind}_recompile_s"] = max(one_block(jitted_kernel_fn(fam, depth, dict(params["arch"]), backend="fast"),
@@ -464,15 +479,19 @@ def calibrate(params: Mapping[str, Any], data: Mapping[str, Any], block: int, h4
         log.info("calibration %s-d%d: sym %.3f s, rect %.3f s per block (first calls %.1f + %.1f s, fresh function "
                  "%.1f + %.1f s)", fam, depth, rec["sym_s"], rec["rect_s"], rec["sym_first_s"], rec["rect_first_s"],
                  rec["sym_recompile_s"], rec["rect_recompile_s"])
-    # the block cache: 3 blocks (2 diagonal, 1 off-diagonal) written, then read back (compiled function)
+    # the block cache: a symmetric kernel of up to 4 x 4 blocks (nb diagonal, nb(nb-1)/2 off-diagonal)
+    # written, then read back twice (the faster read), by the compiled function of the first model
     kfn = kfns[0]
+    nb = int(min(4, np.asarray(data["x_train"]).shape[0] // block))
+    xb = np.asarray(data["x_train"][: nb * block])
+    n_blocks = nb * (nb + 1) // 2
     folder = cache / "calibration_blocks"
     kw = dict(block_size=block, cache_dir=folder, dtype="float32", desc="calibration", progress=False, backend="fast")
-    _, t_write = _timed(compute_kernel_blocks, kfn, x, **kw)
-    _, t_read = _timed(compute_kernel_blocks, kfn, x, **kw)
+    _, t_write = _timed(compute_kernel_blocks, kfn, xb, **kw)
+    t_read = min(_timed(compute_kernel_blocks, kfn, xb, **kw)[1] for _ in range(2))
     shutil.rmtree(folder, ignore_errors=True)
     m0 = rows[0]
-    write = max(t_write - 2 * m0["sym_s"] - m0["rect_s"], 0.0) / 3
+    write = max(t_write - nb * m0["sym_s"] - (n_blocks - nb) * m0["rect_s"], 0.0) / n_blocks
     # the test-accuracy interval of every final model (bootstrap over test points, n_boot draws)
     n_test = max(int(t["n_test"]) for t in h4_tiers.values())
     _, ci = _timed(bootstrap_ci, np.random.default_rng(0).integers(0, 2, n_test).astype(float), np.mean,
@@ -482,7 +501,7 @@ def calibrate(params: Mapping[str, Any], data: Mapping[str, Any], block: int, h4
         regression[name] = calibrate_regression(params, tier, backend)
         log.info("calibration regressions %s (%s): grid %.3f s, refits %s", name, backend, regression[name]["grid_s"],
                  {m: round(v, 4) for m, v in regression[name]["refit_s"].items()})
-    return {"block": block, "models": rows, "block_write_s": write, "block_read_s": t_read / 3, "ci_s": ci,
+    return {"block": block, "models": rows, "block_write_s": write, "block_read_s": t_read / n_blocks, "ci_s": ci,
             "regression": regression, "regression_backend": backend}
 
 
