@@ -171,8 +171,11 @@ def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_l
         # the predictor (calibrated in this process just before) against the measured time
         assert 0.67 <= tr["measured_over_predicted_realised"] <= 1.5, (t, tr["wall_s"], tr["predicted_realised_s"])
     assert rec["matmul_precision"] == rec["numerics"]["matmul_precision"] == "highest"
-    assert rec["tiers"]["a1_smoke"]["status"] == "done"
-    assert "arda2026/A1_width_scaling.json" in _members(out / "a1_smoke.tar.gz")
+    if importlib.util.find_spec("torch") is not None:  # the device has torch; .venv-jax-current has not
+        assert rec["tiers"]["a1_smoke"]["status"] == "done"
+        assert "arda2026/A1_width_scaling.json" in _members(out / "a1_smoke.tar.gz")
+    else:
+        assert rec["tiers"]["a1_smoke"]["status"] == "skipped" and "torch" in rec["tiers"]["a1_smoke"]["why"]
     h5 = rec["tiers"]["h5_smoke"]
     try:
         import flax  # noqa: F401

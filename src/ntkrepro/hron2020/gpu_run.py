@@ -780,6 +780,9 @@ def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, c
         cal[t] = calibrate_h5(p5)
         predicted[t] = predict_h5(p5, cal[t])
     for t, tier in a1_tiers.items():
+        if not _importable("torch"):  # the authors' teacher inputs (ntkrepro.arda2026.teacher.authors_inputs)
+            skipped_why[t] = "torch not importable here (the authors' teacher inputs need it)"
+            continue
         sec = a1_params(sections, tier)
         cal[t] = calibrate_a1(sec)
         predicted[t] = predict_a1(sec, cal[t])
