@@ -71,7 +71,11 @@ def test_count_h4_counts_every_regression_of_both_runs():
     assert reg["grid"] == {4000: 2 * 36 * 5} and reg["val_refit"] == {4000: 2 * 36}
     assert reg["final"] == {5000: 2 * 12} and reg["boot"] == {5000: 2 * 12 * 200}
     assert reg["curve"] == {625: 2 * 12 * 5, 1250: 2 * 12 * 5, 2500: 2 * 12 * 5, 5000: 2 * 12}
-    assert c["by_size"][5000] == 2 * 12 * 202 and sum(c["by_size"].values()) == 360 + 72 + 24 + 4800 + 384
+    # the ordering control's null pairs: 3 attention families x 2 kernels x 2 halves of 2,500, each fitted
+    # once + 200 bootstrap draws, learning curve 312/625/1250 x 5 draws + the half itself
+    assert reg["two_draws"] == {2500: 12 * 202, 312: 12 * 5, 625: 12 * 5, 1250: 12 * 5}
+    assert c["by_size"][5000] == 2 * 12 * 202
+    assert sum(c["by_size"].values()) == 360 + 72 + 24 + 4800 + 384 + 12 * 217
     # blocks per (family, depth), every depth's test kernels (the upper bound before the run):
     # train 20*21/2 = 210 (20 diagonal), val 5*20, valval 15 (5 diagonal), test 10*20, testval 10*5
     assert c["blocks"]["struct-d2"] == {"sym": 25, "rect": 190 + 100 + 10 + 200 + 50}
@@ -104,7 +108,8 @@ def test_prediction_counts_every_part_and_the_largest_fitting_tier_is_chosen():
     assert p5["boot"] == pytest.approx(4800 * 1.25) and p5["final"] == pytest.approx(24 * 1.25)
     assert p5["grid"] == pytest.approx(2 * 36 * 0.05 * 64 + 72 * 0.01 * 64)
     assert p5["curve"] > 24 * 1.25 and p5["compile"] == pytest.approx(18 * 2 * 0.75)
-    assert set(p5) == {"kernels", "compile", "cache_reads", "grid", "final", "boot", "curve", "fixed", "total"}
+    assert set(p5) == {"kernels", "compile", "cache_reads", "grid", "final", "boot", "curve", "two_draws", "fixed",
+                       "total"}
     assert gpu_run.choose_tier(pred, pred["t2000"] + 1, names) == ("t2000", True)
     assert gpu_run.choose_tier(pred, 1e9, names) == ("t5000", True)
     assert gpu_run.choose_tier(pred, pred["t1000"] - 1, names) == ("t1000", False)

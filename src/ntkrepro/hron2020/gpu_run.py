@@ -255,6 +255,21 @@ def count_h4(params: Mapping[str, Any], tier: Mapping[str, Any], final_depths: M
            "curve": dict(Counter({int(m): 0 for m, _ in curve}))}
     for m, _ in curve:
         reg["curve"][int(m)] += runs * n_final_models
+    # the ordering control's null pairs (real run only): per attention family and kernel, two disjoint
+    # halves of train + validation, each fitted once, on its own bootstrap plan and learning curve
+    from ntkrepro.hron2020 import cifar10 as _c
+    from ntkrepro.hron2020 import regime as _r
+
+    n_pairs = len([f for f in fams if f in getattr(_c, "ATTENTION_FAMILIES", ())]) * len(KERNELS)
+    if n_pairs and hasattr(_r, "two_draws"):
+        rs = dict(params.get("train_resample") or {})
+        half = n_fit // 2
+        hc = _r.learning_curve_plan(half, rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]),
+                                    int(rs.get("curve_draws", 5)), 0, min_size=_c.N_CLASSES)
+        two = Counter({half: 2 * n_pairs * (1 + int(rs.get("n_boot", 200)))})
+        for m, _ in hc:
+            two[int(m)] += 2 * n_pairs
+        reg["two_draws"] = dict(two)
     by_size = Counter()
     for v in reg.values():
         by_size.update(v)
@@ -312,6 +327,7 @@ def predict_h4(params: Mapping[str, Any], tier_name: str, tier: Mapping[str, Any
     final = sum(c * _power(n, refit) for n, c in reg["final"].items())
     boot = sum(c * _power(n, refit) for n, c in reg["boot"].items())
     curve = sum(c * _power(n, refit) for n, c in reg["curve"].items())
+    two = sum(c * _power(n, refit) for n, c in reg.get("two_draws", {}).items())
     # the test-accuracy interval of every final model and the 8 paired ordering intervals per run (n_boot each)
     fixed = (cnt["final_models"] + 8 * cnt["runs"]) * cal["ci_s"] + cal["load_data_s"]
     # batched (jax) refits compile once per new batch shape: the final fit's, each learning-curve size's,
@@ -320,10 +336,10 @@ def predict_h4(params: Mapping[str, Any], tier_name: str, tier: Mapping[str, Any
     n_fit = int(tier["n_train"]) + int(tier["n_val"])
     n_boot = max(sum(reg["boot"].values()) // max(cnt["final_models"], 1), 1)
     chunk = int(r.get("boot_chunk", n_boot))
-    shapes = 1 + sum(1 for m in reg["curve"] if m != n_fit) + int(n_boot % chunk != 0)
+    shapes = 1 + sum(1 for m in reg["curve"] if m != n_fit) + int(n_boot % chunk != 0) + len(reg.get("two_draws", {}))
     compile_s += shapes * float(r.get("compile_s", 0.0))
     parts = {"kernels": kernels, "compile": compile_s, "cache_reads": loads, "grid": grid, "final": final,
-             "boot": boot, "curve": curve, "fixed": fixed}
+             "boot": boot, "curve": curve, "two_draws": two, "fixed": fixed}
     parts = {k: SAFETY * v for k, v in parts.items()}
     parts["total"] = sum(parts.values())
     return parts
