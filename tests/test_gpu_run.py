@@ -115,6 +115,12 @@ def test_prediction_counts_every_part_and_the_largest_fitting_tier_is_chosen():
     assert gpu_run.choose_tier(pred, pred["t1000"] - 1, names) == ("t1000", False)
 
 
+def test_refit_time_between_probes_is_exact_at_the_probes():
+    assert gpu_run._power(100, {12: 0.0012, 100: 0.0003}) == pytest.approx(0.0003)  # clamped exponent
+    assert gpu_run._power(12, {12: 0.0012, 100: 0.0003}) == pytest.approx(0.0012)
+    assert gpu_run._power(2000, {1000: 1.0, 500: 0.125}) == pytest.approx(8.0)  # cubic beyond the probes
+
+
 def test_output_limits_are_checked(tmp_path):
     for i in range(8):
         (tmp_path / f"f{i}").write_bytes(b"x")

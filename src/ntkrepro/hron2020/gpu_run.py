@@ -298,7 +298,9 @@ def _power(n: float, pts: Mapping[int, float]) -> float:
             lo, hi = a, b
     p = math.log(max(pts[hi], 1e-12) / max(pts[lo], 1e-12)) / math.log(hi / lo)
     p = min(max(p, 0.0), 3.0)
-    return pts[lo] * (n / lo) ** p
+    # anchored at the probe nearer in log size (exact at either probe, even with the exponent clamped)
+    anchor = lo if abs(math.log(n / lo)) <= abs(math.log(n / hi)) else hi
+    return pts[anchor] * (n / anchor) ** p
 
 
 def predict_h4(params: Mapping[str, Any], tier_name: str, tier: Mapping[str, Any], cal: Mapping[str, Any],
