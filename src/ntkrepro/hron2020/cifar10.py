@@ -242,6 +242,14 @@ def run_h4_shard(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             "kernels": [[f, dp, w, len(b)] for f, dp, w, b in jobs]}
 
 
+def _regression(params: Mapping[str, Any]):
+    """The kernel-regression backend of params ``regression_backend`` (``scipy``, the default, or ``jax``:
+    the default JAX device, batched; :mod:`ntkrepro.kernels.device_regression`, the same numbers)."""
+    from ntkrepro.kernels.device_regression import regression_backend
+
+    return regression_backend(params.get("regression_backend"))
+
+
 def select_on_validation(params: Mapping[str, Any], d: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Step 1 of :func:`run_h4`: for every (family, depth, kernel) the diagonal regulariser with the
     best validation accuracy (:func:`ntkrepro.kernels.inference.select_diag_reg`), that accuracy,
@@ -249,6 +257,7 @@ def select_on_validation(params: Mapping[str, Any], d: Mapping[str, Any]) -> lis
     (the H4 depth ordering resamples images)."""
     yt, yv = d["y_train"], d["y_val"]
     grid = [float(v) for v in params["diag_reg_grid"]]
+    reg = _regression(params)
     sweep = []
     for fam in params["families"]:
         for depth in (int(v) for v in params["depths"]):
@@ -256,9 +265,10 @@ def select_on_validation(params: Mapping[str, Any], d: Mapping[str, Any]) -> lis
             k_tt = _kernel(params, d, fam, depth, "train", kfn)
             k_vt = _kernel(params, d, fam, depth, "val", kfn)
             for g in KERNELS:
-                best, scores = select_diag_reg(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), one_hot(yv, N_CLASSES), grid)
+                best, scores = reg.select_diag_reg(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), one_hot(yv, N_CLASSES),
+                                                   grid)
                 val_acc = max(s["accuracy"] for s in scores)
-                val_ok = predicted_classes(kernel_regression(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), best)) == yv
+                val_ok = predicted_classes(reg.kernel_regression(k_tt[g], k_vt[g], one_hot(yt, N_CLASSES), best)) == yv
                 sweep.append({"family": fam, "depth": depth, "kernel": g, "diag_reg": best, "val_accuracy": val_acc,
                               "scores": scores, "val_correct": val_ok.astype(int).tolist()})
                 log.info("H4 %s-d%d %s: val acc %.3f (diag_reg %g)", fam, depth, g, val_acc, best)
@@ -286,6 +296,7 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
     override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
     y_full = one_hot(np.concatenate([d["y_train"], d["y_val"]]), N_CLASSES)
     plan, curve = h4_resample_plans(params, y_full.shape[0], d["y_test"].shape[0])
+    reg = _regression(params)
     final, correct = [], {}
     for fam in params["families"]:
         for g in KERNELS:
@@ -297,25 +308,28 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
                                             for w in ("train", "val", "valval", "test", "testval"))
             k_full = np.block([[k_tt, k_vt.T], [k_vt, k_vv]])
             k_test = np.concatenate([k_st, k_sv], axis=1)
-            pred, jitter = kernel_regression(k_full, k_test, y_full, sel["diag_reg"], return_jitter=True)
+            pred, jitter = reg.kernel_regression(k_full, k_test, y_full, sel["diag_reg"], return_jitter=True)
             ok = (predicted_classes(pred) == d["y_test"]).astype(np.int8)
             correct[f"{fam}_{g}"] = ok
             acc = bootstrap_ci(ok.astype(float), np.mean, n_boot=n_boot, seed=seed)
 
             def fit(ktt, kst, y, lam=sel["diag_reg"]):
-                return predicted_classes(kernel_regression(ktt, kst, y, lam)) == d["y_test"]
+                return predicted_classes(reg.kernel_regression(ktt, kst, y, lam)) == d["y_test"]
+
+            many = reg.correct_many(k_full, k_test, y_full, sel["diag_reg"], d["y_test"])
 
             final.append({"family": fam, "kernel": g, "depth": depth, "selected_depth": sel["depth"],
                           "diag_reg": sel["diag_reg"], "val_accuracy": sel["val_accuracy"],
                           "test_accuracy": acc.as_dict(), "jitter": jitter,
-                          "boot_accuracy": boot_accuracies(fit, k_full, k_test, y_full, plan),
-                          "curve_accuracy": curve_accuracies(fit, k_full, k_test, y_full, curve)})
+                          "boot_accuracy": boot_accuracies(fit, k_full, k_test, y_full, plan, correct_many=many),
+                          "curve_accuracy": curve_accuracies(fit, k_full, k_test, y_full, curve, correct_many=many)})
             if null_pairs and fam in ATTENTION_FAMILIES:
                 rs = dict(params.get("train_resample") or {})
                 final[-1]["two_draws"] = two_draws(
                     fit, k_full, k_test, y_full, n_boot=int(rs.get("n_boot", 200)),
                     fractions=rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]), n_draws=int(rs.get("curve_draws", 5)),
-                    seed=seed + 11, min_size=N_CLASSES)
+                    seed=seed + 11, min_size=N_CLASSES,
+                    correct_many_for=lambda kt, ks, y, lam=sel["diag_reg"]: reg.correct_many(kt, ks, y, lam, d["y_test"]))
             log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
     return final, correct
 

@@ -84,32 +84,44 @@ def _correct(fit: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], ro
     return fit(k_tt[np.ix_(rows, rows)], k_st[:, rows], y_fit[rows])
 
 
+def _corrects(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+              rows_list: Sequence[np.ndarray], k_tt: np.ndarray, k_st: np.ndarray, y_fit: np.ndarray,
+              correct_many: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None) -> Sequence[np.ndarray]:
+    """0/1 per test point of the model refitted on each ``rows``: one :func:`_correct` per draw, or
+    all draws at once through ``correct_many`` (a batched backend,
+    :meth:`ntkrepro.kernels.device_regression.DeviceRegression.correct_many`; same numbers)."""
+    if correct_many is None:
+        return [_correct(predict_correct, rows, k_tt, k_st, y_fit) for rows in rows_list]
+    return correct_many(list(rows_list))
+
+
 def boot_accuracies(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], k_tt: np.ndarray,
-                    k_st: np.ndarray, y_fit: np.ndarray, plan: Mapping[str, np.ndarray]) -> list[float]:
+                    k_st: np.ndarray, y_fit: np.ndarray, plan: Mapping[str, np.ndarray], *,
+                    correct_many: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None) -> list[float]:
     """Test accuracy of one model on each two-way bootstrap draw: refitted on the resampled training
-    rows (``predict_correct(k_train_train, k_test_train, y_train) -> 0/1 per test point``), scored on
-    the resampled test points."""
-    out = []
-    for tr, te in zip(plan["train"], plan["test"]):
-        c = _correct(predict_correct, tr, k_tt, k_st, y_fit)
-        out.append(float(np.mean(c[te])))
-    return out
+    rows (``predict_correct(k_train_train, k_test_train, y_train) -> 0/1 per test point``, or the
+    batched ``correct_many(rows_list)``), scored on the resampled test points."""
+    cs = _corrects(predict_correct, plan["train"], k_tt, k_st, y_fit, correct_many)
+    return [float(np.mean(np.asarray(c)[te])) for c, te in zip(cs, plan["test"])]
 
 
 def curve_accuracies(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], k_tt: np.ndarray,
-                     k_st: np.ndarray, y_fit: np.ndarray, plan: Sequence[tuple[int, np.ndarray]]) -> list[float]:
+                     k_st: np.ndarray, y_fit: np.ndarray, plan: Sequence[tuple[int, np.ndarray]], *,
+                     correct_many: Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None) -> list[float]:
     """Test accuracy of one model refitted on each training subset of the learning-curve plan."""
-    return [float(np.mean(_correct(predict_correct, rows, k_tt, k_st, y_fit))) for _, rows in plan]
+    cs = _corrects(predict_correct, [rows for _, rows in plan], k_tt, k_st, y_fit, correct_many)
+    return [float(np.mean(c)) for c in cs]
 
 
 def two_draws(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray], k_tt: np.ndarray,
               k_st: np.ndarray, y_fit: np.ndarray, *, n_boot: int, fractions: Sequence[float], n_draws: int, seed: int,
-              min_size: int = 4) -> list[dict[str, Any]]:
+              min_size: int = 4, correct_many_for: Callable[..., Any] | None = None) -> list[dict[str, Any]]:
     """The ordering control's null pair (issue 28): one model fitted on two disjoint random halves of
     its training rows -- the same model family under two independent training draws of equal size,
     whose true accuracy difference is zero. Each half gets what a real model gets: per-test-point
     correctness, the two-way bootstrap (one half-size plan for both halves, so the pair is paired
-    over test points like a real ordering) and the learning curve (``curve_sizes`` recorded)."""
+    over test points like a real ordering) and the learning curve (``curve_sizes`` recorded).
+    ``correct_many_for(k_tt, k_st, y_fit)``: a batched backend's ``correct_many`` for a half (same numbers)."""
     n = int(k_tt.shape[0])
     m = n // 2
     perm = np.random.default_rng(seed).permutation(n)
@@ -119,9 +131,10 @@ def two_draws(predict_correct: Callable[[np.ndarray, np.ndarray, np.ndarray], np
     for half in (np.sort(perm[:m]), np.sort(perm[m:2 * m])):
         kt, ks, y = k_tt[np.ix_(half, half)], k_st[:, half], y_fit[half]
         ok = np.asarray(predict_correct(kt, ks, y), float)
+        many = correct_many_for(kt, ks, y) if correct_many_for is not None else None
         out.append({"n_fit": m, "accuracy": float(ok.mean()), "test_correct": ok.astype(int).tolist(),
-                    "boot_accuracy": boot_accuracies(predict_correct, kt, ks, y, plan),
-                    "curve_accuracy": curve_accuracies(predict_correct, kt, ks, y, curve),
+                    "boot_accuracy": boot_accuracies(predict_correct, kt, ks, y, plan, correct_many=many),
+                    "curve_accuracy": curve_accuracies(predict_correct, kt, ks, y, curve, correct_many=many),
                     "curve_sizes": [int(s) for s, _ in curve]})
     return out
 
