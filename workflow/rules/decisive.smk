@@ -67,10 +67,6 @@ rule decide:
         [f"{DECISIVE_ARCHIVE}/{c}/cells/{n}.json" for c, cs in _DECISIVE_CELLS.items() for n in cs],
 
 
-def _archived(claim):
-    return [str(p) for p in _decisive.archived_cells(DECISIVE_ARCHIVE, claim)]
-
-
 rule decisive_evaluation:
     """Claim {claim}'s archived decisive cells judged by its CURRENT criterion (ntkrepro.decisive.judge):
     complete / INCOMPLETE (no verdict drawn) / STALE (not used); a hand-edited cell is refused."""
@@ -85,7 +81,7 @@ rule decisive_evaluation:
     wildcard_constraints:
         claim="|".join(_DECISIVE_RUN) or "NONE",
     params:
-        cells=lambda wc: {p: sha256_file(p) for p in _archived(wc.claim)},
+        cells=lambda wc: {str(p): sha256_file(p) for p in _decisive.archived_cells(DECISIVE_ARCHIVE, wc.claim)},
         code=lambda wc: code_hash("ntkrepro.decisive", "ntkrepro.ledger", CLAIM_MODULES[wc.claim[:1]],
                                   files=[SRC / CLAIMS[wc.claim]["paper"] / "claims.toml"]),
     resources:
@@ -99,5 +95,5 @@ rule decisive_evaluation:
 
 # the ledger entry of a claim with archived cells reads its decisive evaluation (common.smk, ledger.smk)
 for _c in _DECISIVE_RUN:
-    if _archived(_c):
+    if _decisive.archived_cells(DECISIVE_ARCHIVE, _c):
         DECISIVE_EVALUATIONS[_c] = f"{R}/claims/decisive/{_c}.json"
