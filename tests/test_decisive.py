@@ -266,3 +266,23 @@ def test_decide_dry_run_plans_one_job_per_missing_cell(tmp_path):
     if n_archived < 60:
         assert f"decisive_cell       {60 - n_archived:>2}" in text or f"decisive_cell {60 - n_archived}" in " ".join(text.split())
     assert "F6 (undecidable" in text
+
+
+def test_report_shows_the_decisive_run_beside_this_run(tmp_path, render_report):
+    spec = _spec()
+    arch = _archive(tmp_path, spec)
+    rec = json.loads(json.dumps(decisive.judge("A1", spec, arch, code_hash=CODE)))
+    entry = ledger.entry_from_evaluation(rec["evaluation"])
+    p = tmp_path / "A1.decisive.json"
+    write_json(p, rec)
+    ledger.attach_decisive(entry, [str(p)])
+    _write_cell(arch, spec, decisive.cells(spec)[0], code="0" * 64)  # now one cell is stale
+    stale = json.loads(json.dumps(decisive.judge("A1", spec, arch, code_hash=CODE)))
+    e2 = {**ledger.entry_from_evaluation(rec["evaluation"]), "id": "A2"}
+    q = tmp_path / "A2.decisive.json"
+    write_json(q, {**stale, "id": "A2"})
+    ledger.attach_decisive(e2, [str(q)])
+    tex = render_report([entry, e2])
+    assert "default (this run) & decisive run (archived: date, commit)" in tex
+    assert r"\textbf{Decisive run (archived, judged now by the current criterion): complete, reproduced.}" in tex
+    assert "STALE (2026-12-04, 0123456)" in tex and "24 of 24 cells" in tex

@@ -655,8 +655,10 @@ def decisive_text(entry: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 # Aggregate table
 
-_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "decisive", "control", "stable", "scale", "headline",
-                  "criterion", "power", "substitutes")
+_TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "control", "stable", "scale", "headline", "criterion",
+                  "power", "substitutes", "decisive")
+#: The Markdown table's column order: the archived decisive run beside this run's verdict.
+_MD_COLUMNS = ("id", "paper", "statement", "verdict", "decisive", *_TABLE_COLUMNS[4:-1])
 #: Markdown headers where they differ from the CSV keys: the verdict is this run's, the decisive column the archive's.
 _MD_HEADERS = {"verdict": "default (this run)", "decisive": "decisive run (archived: device, date, commit)"}
 
@@ -756,8 +758,8 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
     w.writerows(rows)
     with atomic_path(csv_path) as tmp:
         tmp.write_text(buf.getvalue())
-    md = ["| " + " | ".join(_MD_HEADERS.get(c, c) for c in _TABLE_COLUMNS) + " |", "|" + "---|" * len(_TABLE_COLUMNS)]
-    md += ["| " + " | ".join(r[c].replace("|", "/") for c in _TABLE_COLUMNS) + " |" for r in rows]
+    md = ["| " + " | ".join(_MD_HEADERS.get(c, c) for c in _MD_COLUMNS) + " |", "|" + "---|" * len(_MD_COLUMNS)]
+    md += ["| " + " | ".join(r[c].replace("|", "/") for c in _MD_COLUMNS) + " |" for r in rows]
     with atomic_path(md_path) as tmp:
         tmp.write_text("\n".join(md) + "\n")
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
