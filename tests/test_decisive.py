@@ -286,3 +286,23 @@ def test_report_shows_the_decisive_run_beside_this_run(tmp_path, render_report):
     assert "default (this run) & decisive run (archived: date, commit)" in tex
     assert r"\textbf{Decisive run (archived, judged now by the current criterion): complete, reproduced.}" in tex
     assert "STALE (2026-12-04, 0123456)" in tex and "24 of 24 cells" in tex
+
+
+def test_verify_cli_lists_and_deletes_stale_cells_and_refuses_edited_ones(tmp_path, monkeypatch, capsys):
+    spec = _spec()
+    arch = _archive(tmp_path, spec)
+    plan = {"decisive": {"archive": str(arch), "max_file_bytes": 1 << 20, "claims": {"A1": spec}}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    monkeypatch.setattr(decisive, "compute_code_hash", lambda claim: CODE)
+    assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml")]) == 0
+    stale = _write_cell(arch, spec, decisive.cells(spec)[3], code="1" * 64)
+    assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml")]) == 0
+    assert f"{stale}: STALE" in capsys.readouterr().out and stale.exists()
+    assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml"), "--delete-stale"]) == 0
+    assert not stale.exists()
+    p = decisive.cell_path(arch, "A1", "seed01_m008")
+    d = read_json(p)
+    d["wall_seconds"] = 1.0
+    write_json(p, d)
+    assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml")]) == 1
+    assert "REFUSED" in capsys.readouterr().err

@@ -379,6 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     j.add_argument("--out", required=True)
     v = sub.add_parser("verify")
     v.add_argument("--plan", default="config/decisive.yaml")
+    v.add_argument("--delete-stale", action="store_true",
+                   help="delete STALE cells, so that `snakemake decide` recomputes them with today's code")
     args = ap.parse_args(argv)
     plan = load_plan(args.plan)
     try:
@@ -393,6 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 try:
                     r = verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))
                     print(f"{p}: {'STALE' if r['stale'] else 'ok'}")
+                    if r["stale"] and args.delete_stale:
+                        p.unlink()
+                        print(f"{p}: deleted (STALE); `snakemake decide` recomputes it")
                 except (TamperedFileError, ArchiveError) as err:
                     bad += 1
                     print(f"REFUSED {err}", file=sys.stderr)
