@@ -212,6 +212,7 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
         "cells_sha256": {c["path"]: c["sha256"] for c in checked},
         "compute_code_now": code_hash if code_hash is not None else compute_code_hash(claim),
         "commits": sorted({p["git"]["commit"] for p in provs}),
+        "config_hashes": sorted({str(p.get("config_hash")) for p in provs}),
         "dirty": any(bool(p["git"].get("dirty")) for p in provs),
         "devices": sorted({_device(p) for p in provs}),
         "dates": [min((p["created_utc"] for p in provs), default=None), max((p["created_utc"] for p in provs), default=None)],
@@ -282,7 +283,7 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
 
     ev = record.get("evaluation")
     out = {k: record.get(k) for k in ("tier", "state", "verdict", "scale", "archive", "cells_planned",
-                                      "cells_archived", "cells_stale", "commits", "dirty", "devices", "dates",
+                                      "cells_archived", "cells_stale", "commits", "config_hashes", "dirty", "devices", "dates",
                                       "wall_seconds", "reason", "partial")}
     out["headline"] = ledger._headline(ev) if ev else ""
     out["controls"] = ledger.control_text(ev) if ev else ""

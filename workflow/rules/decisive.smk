@@ -43,7 +43,7 @@ rule decisive_cell:
     params:
         function=lambda wc: _DECISIVE_RUN[wc.claim]["cell_function"],
         cfg=lambda wc: as_json(_decisive.cell_params(_DECISIVE_RUN[wc.claim], _DECISIVE_CELLS[wc.claim][wc.cell])),
-        config_hash=lambda wc: canonical_hash(_DECISIVE_RUN[wc.claim]),
+        config_hash=lambda wc: canonical_hash(_DECISIVE_RUN[wc.claim]["section"]),
         code=lambda wc: _decisive.compute_code_hash(wc.claim),
         scale=lambda wc: _DECISIVE_RUN[wc.claim]["scale"],
     resources:
