@@ -289,6 +289,12 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
     out["controls"] = ledger.control_text(ev) if ev else ""
     out["criterion_version"] = ev.get("criterion_version") if ev else None
     out["cell"] = table_cell({**record, "headline": out["headline"]})
+    # short keys for one-line readers (ntkrepro.verdicts on main: device, date, commit, stale)
+    out["device"] = "; ".join(record.get("devices") or [])
+    out["date"] = ((record.get("dates") or [None, None])[1] or "")[:10]
+    out["commit"] = ",".join(c[:7] for c in record.get("commits") or [])
+    out["stale"] = record.get("state") == STALE
+    out["incomplete"] = record.get("state") == INCOMPLETE
     return out
 
 
