@@ -306,3 +306,22 @@ def test_verify_cli_lists_and_deletes_stale_cells_and_refuses_edited_ones(tmp_pa
     write_json(p, d)
     assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml")]) == 1
     assert "REFUSED" in capsys.readouterr().err
+
+
+def test_a1_cell_rows_equal_the_full_units_rows():
+    """An archived A1 cell (one seed at one width) holds exactly the rows run_a1_unit writes for that
+    (seed, width), its width_fixed control column included, so that cells aggregate like a unit."""
+    from ntkrepro.arda2026 import scaling
+
+    section = {"d": 8, "T": 4, "n": 40, "widths": [8, 16], "seeds": [1], "steps": 3, "step_size_coef": 1.75,
+               "rho": 3.0, "lin_search_steps": 2, "n_boot": 10, "compare_kinds": [],
+               "teacher": {"kind": "authors", "R": 4, "nu": 3.0, "n_mc": 32}}
+    full = scaling.run_a1_unit(section, "authors", 1, linearisation=True)
+    cell = scaling.run_a1_cell({**section, "seed": 1, "width": 16}, None)
+    want = [r for r in full if r["m"] == 16]
+    assert len(want) == 2 and json.dumps(cell["rows"], sort_keys=True, default=str) == json.dumps(
+        want, sort_keys=True, default=str)
+    assert cell["rows"][1]["width_used"] == 8  # the control uses the smallest width of the sweep, not the cell's
+    assert cell["compute_code"] == decisive.compute_code_hash("A1")
+    with pytest.raises(ValueError, match="not one of"):
+        scaling.run_a1_cell({**section, "seed": 1, "width": 12}, None)
