@@ -36,7 +36,8 @@ def test_top_level_schema_lists_exactly_the_registered_papers():
     general = {"scale", "results_dir", "data", "report", "replicates", "replicate_claims"}
     assert set(top["required"]) - general == set(PAPERS)
     # replicate_index: set only in a replicate's derived config (ntkrepro.replicates), never in a scale file
-    assert set(top["properties"]) - general - {"replicate_index"} == set(PAPERS)
+    # decisive: the decisive tier's overlay (config/decisive.yaml, sets only this key; never in a scale file)
+    assert set(top["properties"]) - general - {"replicate_index", "decisive"} == set(PAPERS)
     for scale in SCALES:
         assert set(_load(scale)) - general == set(PAPERS), scale
 
@@ -50,7 +51,7 @@ def test_every_registered_paper_has_its_pieces():
         assert (ROOT / "src/ntkrepro" / key / "claims.py").is_file()
     listed = {f for p in PAPERS.values() for f in p.rule_files}
     paper_rule_files = {f.name for f in (ROOT / "workflow/rules").glob("*.smk")} - {
-        "common.smk", "ledger.smk", "report.smk", "benchmarks.smk"}
+        "common.smk", "ledger.smk", "report.smk", "benchmarks.smk", "decisive.smk"}
     assert paper_rule_files == listed, "a rule file is neither shared nor a registered paper's"
 
 

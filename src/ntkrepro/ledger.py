@@ -734,10 +734,50 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
 
 
 # --------------------------------------------------------------------------------------------
+# The decisive tier (issue 29; ntkrepro.decisive): the archived decisive run judged now, beside this run
+
+
+def attach_decisive(entry: dict[str, Any], paths: Sequence[str | Path]) -> dict[str, Any]:
+    """Copy the claim's decisive evaluation (:func:`ntkrepro.decisive.judge`, at most one file) into the
+    entry's ``decisive`` field (:func:`ntkrepro.decisive.summary`) and record its sha256 (hash chain)."""
+    if not paths:
+        return entry
+    if len(paths) != 1:
+        raise LedgerFileError(f"{entry.get('id')}: one decisive evaluation expected, got {len(paths)}")
+    from ntkrepro import decisive
+
+    rec = read_ledger_file(paths[0], "decisive evaluation")
+    if rec.get("id") != entry.get("id"):
+        raise LedgerFileError(f"{paths[0]} is the decisive evaluation of {rec.get('id')!r}, not {entry.get('id')}")
+    entry["decisive"] = decisive.summary(rec)
+    entry["decisive_sha256"] = {str(paths[0]): sha256_file(paths[0])}
+    return entry
+
+
+def check_decisive(e: Mapping[str, Any]) -> list[str]:
+    """``ledger check`` of an entry's decisive field (:func:`ntkrepro.decisive.check_entry`)."""
+    if not e.get("decisive_sha256"):
+        return [f"{e.get('id')}: a decisive field without decisive_sha256 (edited by hand?)"] if e.get("decisive") else []
+    from ntkrepro import decisive
+
+    return decisive.check_entry(e)
+
+
+def decisive_text(entry: Mapping[str, Any]) -> str:
+    """The claims table's "decisive run (archived: device, date, commit)" cell ("-": none archived)."""
+    d = entry.get("decisive")
+    return d.get("cell", "-") if isinstance(d, Mapping) else "-"
+
+
+# --------------------------------------------------------------------------------------------
 # Aggregate table
 
 _TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "control", "stable", "scale", "headline", "criterion",
-                  "power", "substitutes")
+                  "power", "substitutes", "decisive")
+#: The Markdown table's column order: the archived decisive run beside this run's verdict.
+_MD_COLUMNS = ("id", "paper", "statement", "verdict", "decisive", *_TABLE_COLUMNS[4:-1])
+#: Markdown headers where they differ from the CSV keys: the verdict is this run's, the decisive column the archive's.
+_MD_HEADERS = {"verdict": "default (this run)", "decisive": "decisive run (archived: device, date, commit)"}
 
 
 def _g(x: Any) -> str:
@@ -775,7 +815,8 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
                      "scale": e["scale"],
                      "headline": _headline(e), "criterion": crit,
                      "power": " | ".join(p["text"] for p in e.get("power", [])),
-                     "substitutes": "; ".join(e.get("substitutes", []))})
+                     "substitutes": "; ".join(e.get("substitutes", [])),
+                     "decisive": decisive_text(e)})
     return rows
 
 
@@ -809,6 +850,18 @@ def _control_short(cell: str) -> str:
     return (f"fails ({len(verdicts)})" if not holds else f"HOLDS in {holds} of {len(verdicts)}")
 
 
+def _decisive_short(cell: str) -> str:
+    """The LaTeX table's short form of a "decisive" cell: the state or verdict, the date and the commit
+    (device and numbers are under the claim)."""
+    if cell == "-":
+        return "-"
+    import re
+
+    head = cell.split(" (", 1)[0]
+    m = re.search(r"archived: .*?, (\d{4}-\d\d-\d\d|\?), ([0-9a-f,]+( dirty)?)\)", cell)
+    return head if not m else f"{head} ({m.group(1)}, {m.group(2)})"
+
+
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
     """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body (columns id,
     statement, verdict, scale, headline, criterion version; the header is in the report template)."""
@@ -822,14 +875,15 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
     w.writerows(rows)
     with atomic_path(csv_path) as tmp:
         tmp.write_text(buf.getvalue())
-    md = ["| " + " | ".join(_TABLE_COLUMNS) + " |", "|" + "---|" * len(_TABLE_COLUMNS)]
-    md += ["| " + " | ".join(r[c].replace("|", "/") for c in _TABLE_COLUMNS) + " |" for r in rows]
+    md = ["| " + " | ".join(_MD_HEADERS.get(c, c) for c in _MD_COLUMNS) + " |", "|" + "---|" * len(_MD_COLUMNS)]
+    md += ["| " + " | ".join(r[c].replace("|", "/") for c in _MD_COLUMNS) + " |" for r in rows]
     with atomic_path(md_path) as tmp:
         tmp.write_text("\n".join(md) + "\n")
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
            rf"{_tex_escape(r['statement'])} & "
-           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(_control_short(r['control']))} & "
+           rf"{_tex_escape(r['verdict'].replace('_', ' '))} & {_tex_escape(_decisive_short(r['decisive']))} & "
+           rf"{_tex_escape(_control_short(r['control']))} & "
            rf"{_tex_escape(_stable_short(r['stable']))} & "
            rf"{_tex_escape(r['scale'])} & "
            rf"{_tex_escape(r['headline'])} & {_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\"
@@ -879,7 +933,8 @@ def file_hashes(paths: Sequence[str | Path], root: str | Path) -> dict[str, str]
     return {os.path.relpath(Path(p), Path(root)): content_sha256(p) for p in paths}
 
 
-_CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_sha256", "replicate_entries_sha256"}
+_CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_sha256", "replicate_entries_sha256",
+                "decisive", "decisive_sha256"}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -960,7 +1015,7 @@ def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
     if summaries and int(e.get("replicate", 0)) == 0 and len(summaries) != 1 + n_read:
         return [f"{cid}: {len(summaries)} replicate summaries, but the entry read {n_read} replicate entries "
                 "(edited by hand?); delete the entry and rerun snakemake"]
-    return []
+    return check_decisive(e)
 
 
 def check_replicates(e: Mapping[str, Any], n_replicates: int | None = None) -> list[str]:
@@ -1075,6 +1130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--out", required=True)
     e.add_argument("--replicate-entries", nargs="*", default=[],
                    help="ledger entries of replicates 1.. of this claim (headline entry only)")
+    e.add_argument("--decisive", nargs="*", default=[],
+                   help="the claim's decisive evaluation (archived decisive tier judged now; ntkrepro.decisive)")
     t = sub.add_parser("table", help="aggregate ledger entries into the claims table")
     t.add_argument("entries", nargs="+")
     t.add_argument("--csv", required=True)
@@ -1139,6 +1196,7 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         entry["evaluation_sha256"] = content_sha256(args.evaluation)
         if args.replicate_entries:
             entry["replicate_entries_sha256"] = file_hashes(args.replicate_entries, root)
+        attach_decisive(entry, args.decisive)
         write_json(args.out, entry)
         print(f"{args.claim} (replicate {entry['replicate']}): {entry['verdict']}"
               + ("" if entry.get("stable") is None else f" [stable across replicates: {entry['stable']}]"))

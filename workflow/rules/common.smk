@@ -92,6 +92,10 @@ def figure_paths(name):
     return {"png": f"{R}/figures/{name}.png", "pdf": f"{R}/figures/{name}.pdf"}
 
 
+# claim -> its decisive evaluation (archived decisive-tier results judged now); filled by decisive.smk
+DECISIVE_EVALUATIONS = {}
+
+
 def ledger_targets():
     return [f"{R}/claims/{c}.json" for c in sorted(CLAIMS)]
 

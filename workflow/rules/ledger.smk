@@ -86,6 +86,8 @@ rule claim_ledger_entry:
         # a replicate (REPLICATE >= 1) draws no figures (budget); its entry says so
         figures=lambda wc: [] if REPLICATE else [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
         replicates=lambda wc: replicate_entries(wc.claim),
+        # the archived decisive tier judged now (decisive.smk; headline entry only)
+        decisive=lambda wc: [] if REPLICATE or wc.claim not in DECISIVE_EVALUATIONS else [DECISIVE_EVALUATIONS[wc.claim]],
     output:
         f"{R}/claims/{{claim}}.json",
     log:
@@ -96,7 +98,8 @@ rule claim_ledger_entry:
         CONDA_ENV
     shell:
         f"{PY} -m ntkrepro.ledger entry {{wildcards.claim}} --evaluation {{input.evaluation:q}} "
-        "--figures {input.figures:q} --replicate-entries {input.replicates:q} --out {output:q} > {log:q} 2>&1"
+        "--figures {input.figures:q} --replicate-entries {input.replicates:q} --decisive {input.decisive:q} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule claims_table:

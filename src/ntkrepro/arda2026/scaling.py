@@ -238,8 +238,10 @@ def train_student(section: Mapping[str, Any], p0, X, y) -> dict[str, float]:
             "initial_loss": float(losses[0]), "params": p}
 
 
-def run_a1_unit(section: Mapping[str, Any], kind: str, seed: int, *, linearisation: bool) -> list[dict[str, Any]]:
-    """All widths of one A1 unit (teacher ``seed`` of ``kind``, student seed ``seed``)."""
+def run_a1_unit(section: Mapping[str, Any], kind: str, seed: int, *, linearisation: bool,
+                widths: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """All widths of one A1 unit (teacher ``seed`` of ``kind``, student seed ``seed``); ``widths``: only
+    these columns of ``section["widths"]`` (the decisive tier's one-width shards; same rows as the full unit)."""
     import jax
     import jax.numpy as jnp
 
@@ -249,7 +251,7 @@ def run_a1_unit(section: Mapping[str, Any], kind: str, seed: int, *, linearisati
     n, T, d = int(section["n"]), int(section["T"]), int(section["d"])
     D = teacher_data(section, seed, n, T, kind)
     rows = []
-    for m in section["widths"]:
+    for m in (section["widths"] if widths is None else widths):
         kinit, klin = jax.random.split(student_key(seed, m, T))
         p0 = model.init_params(kinit, int(m), d)
         fhat = width_m_prediction(seed, int(m), D["X"], D["teacher"])
@@ -264,7 +266,7 @@ def run_a1_unit(section: Mapping[str, Any], kind: str, seed: int, *, linearisati
                                                               float(section["rho"]), int(section["lin_search_steps"]))
         rows.append(row)
     if linearisation:  # the negative control runs beside the verdict's teacher only
-        rows += run_a1_width_fixed(section, kind, seed, D)
+        rows += run_a1_width_fixed(section, kind, seed, D, columns=widths)
     return rows
 
 
@@ -274,7 +276,8 @@ def width_fixed_stream(seed: int, column: int) -> int:
     return 1_000_000 * (int(seed) + 1) + 500_000 + int(column)
 
 
-def run_a1_width_fixed(section: Mapping[str, Any], kind: str, seed: int, D: Mapping[str, Any]) -> list[dict[str, Any]]:
+def run_a1_width_fixed(section: Mapping[str, Any], kind: str, seed: int, D: Mapping[str, Any],
+                       columns: Sequence[int] | None = None) -> list[dict[str, Any]]:
     r"""A1's negative control ``width_fixed``: at every width column m, a model of the SMALLEST width
     :math:`m_0` with its own initialisation, its own :math:`m_0` draws for the approximation error and
     its own worst-case search, trained like the real units. Its errors cannot depend on the column's m
@@ -287,7 +290,7 @@ def run_a1_width_fixed(section: Mapping[str, Any], kind: str, seed: int, D: Mapp
 
     T, d, m0 = int(section["T"]), int(section["d"]), int(min(section["widths"]))
     rows = []
-    for m in section["widths"]:
+    for m in (section["widths"] if columns is None else columns):
         kinit, klin = jax.random.split(jax.random.fold_in(student_key(seed, m, T), 2))
         p0 = model.init_params(kinit, m0, d)
         fhat = transport_mean(width_fixed_stream(seed, int(m)), m0, D["X"], D["teacher"],
@@ -311,6 +314,20 @@ def run_a1_shard(params: dict, ctx) -> dict:
         for s in t["seeds"]:
             rows += run_a1_unit(params, t["kind"], s, linearisation=t["kind"] == head)
     return {"claim": "A1", "shard": shard, "n_shards": n_shards(params, "A1"), "rows": rows}
+
+
+def run_a1_cell(params: dict, ctx) -> dict:
+    """A1 decisive-tier shard (ntkrepro.decisive): one seed at one width of the verdict's teacher, the
+    real unit with its linearisation search and the ``width_fixed`` control at that column -- the rows
+    :func:`run_a1_unit` writes for that (seed, width), so the cells of a seed aggregate like a unit."""
+    from ntkrepro import decisive
+
+    seed, m = int(params["seed"]), int(params["width"])
+    if m not in [int(w) for w in params["widths"]]:
+        raise ValueError(f"width {m} is not one of the sweep's widths {params['widths']}")
+    rows = run_a1_unit(params, params["teacher"]["kind"], seed, linearisation=True, widths=[m])
+    return {"claim": "A1", "cell": {"seed": seed, "width": m}, "rows": rows,
+            "compute_code": decisive.compute_code_hash("A1")}
 
 
 def run_a2_unit(section: Mapping[str, Any], kind: str, seed: int) -> list[dict[str, Any]]:

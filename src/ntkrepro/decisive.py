@@ -1,0 +1,418 @@
+"""The decisive tier (issue 29): sizes that decide a claim, run once on some machine and archived.
+
+``config/decisive.yaml`` names, per undecided claim, the size that decides it; ``snakemake decide
+--configfile config/decisive.yaml`` computes it in shards (cells) and seals each cell into the committed
+``archive/decisive/<CLAIM>/cells/``; ``snakemake all`` re-judges the archived cells with the CURRENT
+criterion of the claim. A cell records the hash of the code that computed it
+(:func:`compute_code_hash`: the sources listed in :data:`COMPUTE_CODE`, not the whole import closure,
+so that an edit to the statistics or the report does not invalidate hours of archived training); a cell
+whose hash differs from today's code is STALE and never used silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from collections.abc import Sequence
+
+#: Per claim: the code that computes an archived cell -- whole modules (``"pkg.mod"``) or single
+#: functions (``"pkg.mod:name"``). Editing any of them makes the claim's archived cells STALE.
+COMPUTE_CODE: dict[str, tuple[str, ...]] = {
+    "A1": (
+        "ntkrepro.arda2026.model",
+        "ntkrepro.arda2026.teacher",
+        *(f"ntkrepro.arda2026.scaling:{f}" for f in (
+            "run_a1_cell", "run_a1_unit", "run_a1_width_fixed", "width_fixed_stream", "train_student",
+            "student_key", "teacher_data", "_make_teacher", "worst_case_linearisation_error", "_ascend_impl",
+            "_ascend_jit", "_ascend", "_edge", "linearisation_gap")),
+    ),
+}
+
+
+def _source(ref: str) -> str:
+    module, _, name = ref.partition(":")
+    mod = importlib.import_module(module)
+    if not name:
+        return inspect.getsource(mod)
+    obj = getattr(mod, name)
+    return inspect.getsource(inspect.unwrap(obj))
+
+
+def code_hash_of(refs: Sequence[str]) -> str:
+    """SHA-256 over the sources of ``refs`` (each name, then its source text, in the order given)."""
+    h = hashlib.sha256()
+    for ref in refs:
+        h.update(ref.encode() + b"\0" + _source(ref).encode() + b"\0")
+    return h.hexdigest()
+
+
+def compute_code_hash(claim: str) -> str:
+    """Hash of the code computing ``claim``'s decisive cells today (:data:`COMPUTE_CODE`)."""
+    return code_hash_of(COMPUTE_CODE[claim])
+
+
+# --------------------------------------------------------------------------------------------
+# The archive: cells, their plan, verification
+# (everything below is orchestration and judging; it is not part of COMPUTE_CODE)
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Mapping  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from ntkrepro.io import TamperedFileError, check_seal, read_json, sha256_file, write_json  # noqa: E402
+
+#: Where the archive lives (config/decisive.yaml ``decisive.archive``), relative to the repository root.
+ARCHIVE = "archive/decisive"
+#: Size budget of one archived file (config/decisive.yaml ``decisive.max_file_bytes``).
+MAX_FILE_BYTES = 1 << 20
+#: The tier's name in the ledger entry, table and report.
+TIER = "decisive"
+
+#: States of an archived claim (the table's "decisive run" column leads with them).
+COMPLETE, INCOMPLETE, STALE, EMPTY = "complete", "INCOMPLETE", "STALE", "none"
+
+
+class ArchiveError(ValueError):
+    """An archived file that is not a sealed, current, in-budget result of the decisive tier."""
+
+
+def cells(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The cells of a ``run`` claim of config/decisive.yaml: the product of its ``cell`` keys' lists in the
+    section, each ``{"name": ..., <key>: value}``; the name is e.g. ``seed01_m008`` for (seeds, widths)."""
+    keys = list(spec["cell"])
+    out = []
+    for combo in itertools.product(*(spec["section"][k] for k in keys)):
+        cell = {_singular(k): int(v) for k, v in zip(keys, combo)}
+        cell["name"] = cell_name(cell)
+        out.append(cell)
+    return out
+
+
+def _singular(key: str) -> str:
+    return {"seeds": "seed", "widths": "width"}.get(key, key[:-1] if key.endswith("s") else key)
+
+
+_SHORT = {"seed": ("seed", 2), "width": ("m", 3)}
+
+
+def cell_name(cell: Mapping[str, Any]) -> str:
+    """``seed01_m008`` for ``{"seed": 1, "width": 8}`` (other keys: ``<key><value>``)."""
+    parts = []
+    for k, v in cell.items():
+        if k == "name":
+            continue
+        short, pad = _SHORT.get(k, (k, 1))
+        parts.append(f"{short}{int(v):0{pad}d}")
+    return "_".join(parts)
+
+
+def cell_params(spec: Mapping[str, Any], cell: Mapping[str, Any]) -> dict[str, Any]:
+    """The compute function's parameters of one cell: the claim's section plus the cell's values."""
+    return {**spec["section"], **{k: v for k, v in cell.items() if k != "name"}}
+
+
+def cell_path(archive: str | Path, claim: str, name: str) -> Path:
+    return Path(archive) / claim / "cells" / f"{name}.json"
+
+
+def archived_cells(archive: str | Path, claim: str) -> list[Path]:
+    """The cell files of ``claim`` in the archive, sorted by name."""
+    return sorted((Path(archive) / claim / "cells").glob("*.json"))
+
+
+def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES,
+                code_hash: str | None = None) -> dict[str, Any]:
+    """Read an archived cell and verify it: within the size budget, sealed and intact (a hand edit
+    raises :class:`~ntkrepro.io.TamperedFileError`), of ``claim``, with provenance (commit, device, date,
+    wall time). Returns ``{"path", "data", "sha256", "stale"}``; ``stale`` is True when the code that
+    computed it (``compute_code``) is not today's (:func:`compute_code_hash`, or ``code_hash``)."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise ArchiveError(f"{p}: {size} bytes, over the archive's budget of {max_bytes} bytes per file "
+                           "(results only: no kernel matrices)")
+    data = read_json(p)
+    if not isinstance(data, dict) or not check_seal(data, p):
+        raise ArchiveError(f"{p}: not sealed (provenance.sealed missing): not an archived result; delete it "
+                           "and run `snakemake decide --configfile config/decisive.yaml`")
+    if data.get("claim") != claim:
+        raise ArchiveError(f"{p}: a result of {data.get('claim')!r}, archived under {claim}")
+    prov = data.get("provenance") or {}
+    if not (prov.get("git") or {}).get("commit") or not prov.get("created_utc") or "wall_seconds" not in data:
+        raise ArchiveError(f"{p}: no provenance (commit, date, wall time)")
+    want = code_hash if code_hash is not None else compute_code_hash(claim)
+    return {"path": str(p), "data": data, "sha256": sha256_file(p), "stale": data.get("compute_code") != want}
+
+
+class _Ctx:
+    """The minimal RunContext the aggregate functions need (``use_data``)."""
+
+    def __init__(self) -> None:
+        self.data_files: list[Path] = []
+
+    def use_data(self, p: str | Path) -> Path:
+        self.data_files.append(Path(p))
+        return Path(p)
+
+    def progress(self, it, desc: str = "", total: int | None = None):
+        return it
+
+
+def _resolve(spec: str):
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _device(prov: Mapping[str, Any]) -> str:
+    dev = prov.get("device") or {}
+    jax_dev = ",".join(sorted(set(dev.get("jax") or []))) or "?"
+    return f"{jax_dev} ({dev.get('cpu') or '?'}, {prov.get('platform', '?').split('-')[0]})"
+
+
+def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
+          max_bytes: int = MAX_FILE_BYTES, code_hash: str | None = None) -> dict[str, Any]:
+    """The decisive evaluation of ``claim``: verify every archived cell, then apply the claim's CURRENT
+    registered criterion (:func:`ntkrepro.ledger.make_evaluation`) to the aggregate of the archived cells.
+
+    - a hand-edited or out-of-budget cell raises (refused, never judged);
+    - a STALE cell (computed by other code than today's) is never used: with any stale cell the record's
+      ``state`` is ``STALE`` and its verdict is ``None``;
+    - an incomplete set (cells of the plan missing) is ``INCOMPLETE``: its ``verdict`` is ``inconclusive``
+      (never the criterion's verdict), and the criterion's verdict on the complete groups (e.g. seeds with
+      every width) is reported beside it as ``partial``;
+    - a complete set is ``complete``: ``verdict`` = the criterion's verdict (controls included).
+    """
+    from ntkrepro import ledger
+
+    planned = cells(spec)
+    names = {c["name"] for c in planned}
+    checked = [verify_cell(p, claim, max_bytes=max_bytes, code_hash=code_hash) for p in archived_cells(archive, claim)]
+    extra = sorted(Path(c["path"]).stem for c in checked if Path(c["path"]).stem not in names)
+    if extra:
+        raise ArchiveError(f"{claim}: archived cells {extra} are not in the plan of config/decisive.yaml "
+                           f"({len(planned)} cells): the archive and the plan disagree")
+    for c in checked:
+        diff = sorted(k for k in spec["section"] if c["data"]["params"].get(k) != spec["section"][k])
+        if diff:  # every cell ran at the plan's sizes
+            raise ArchiveError(f"{c['path']}: computed with {diff} other than config/decisive.yaml says")
+    stale = [Path(c["path"]).stem for c in checked if c["stale"]]
+    current = [c for c in checked if not c["stale"]]
+    provs = [c["data"]["provenance"] for c in checked]
+    record: dict[str, Any] = {
+        "id": claim, "tier": TIER, "scale": spec["scale"], "archive": str(Path(archive) / claim),
+        "cells_planned": len(planned), "cells_archived": len(checked), "cells_stale": stale,
+        "cells_missing": sorted(names - {Path(c["path"]).stem for c in checked}),
+        "cells_sha256": {c["path"]: c["sha256"] for c in checked},
+        "compute_code_now": code_hash if code_hash is not None else compute_code_hash(claim),
+        "commits": sorted({p["git"]["commit"] for p in provs}),
+        "config_hashes": sorted({str(p.get("config_hash")) for p in provs}),
+        "dirty": any(bool(p["git"].get("dirty")) for p in provs),
+        "devices": sorted({_device(p) for p in provs}),
+        "dates": [min((p["created_utc"] for p in provs), default=None), max((p["created_utc"] for p in provs), default=None)],
+        "wall_seconds": round(sum(float(c["data"]["wall_seconds"]) for c in checked), 1),
+        "section": dict(spec["section"]),
+    }
+    if not checked:
+        return {**record, "state": EMPTY, "verdict": None, "evaluation": None, "partial": None}
+    if stale:
+        return {**record, "state": STALE, "verdict": None, "evaluation": None, "partial": None,
+                "reason": f"{len(stale)} of {len(checked)} archived cells were computed by other code than today's "
+                          f"(compute_code != {record['compute_code_now'][:12]}...): STALE, not used; rerun "
+                          "`snakemake decide --configfile config/decisive.yaml` after deleting them"}
+    # groups that are complete: the cells sharing the first cell key (e.g. a seed) with every value of the rest
+    key0 = _singular(spec["cell"][0])
+    by: dict[int, list[dict[str, Any]]] = {}
+    present = {Path(c["path"]).stem for c in current}
+    for c in planned:
+        by.setdefault(c[key0], []).append(c)
+    full = [k for k, cs in by.items() if all(c["name"] in present for c in cs)]
+    use = [c["path"] for c in current if c["data"]["params"][key0] in full]
+    complete = len(current) == len(planned)
+    evaluation = None
+    if len(full) >= 2:
+        evaluation = _evaluate(claim, spec, use, {**spec["section"], spec["cell"][0]: sorted(full)})
+    record["groups_complete"] = {key0: sorted(full)}
+    if complete:
+        assert evaluation is not None
+        return {**record, "state": COMPLETE, "verdict": evaluation["verdict"], "evaluation": evaluation,
+                "partial": None, "reason": evaluation["reason"]}
+    why = (f"{len(current)} of {len(planned)} cells archived ({len(full)} of {len(by)} {key0}s complete): the "
+           "set is incomplete, so no verdict is drawn from it")
+    partial = None if evaluation is None else {
+        "criterion_verdict": evaluation["verdict"], "headline": ledger._headline(evaluation),
+        "reason": evaluation["reason"], f"{key0}s": sorted(full)}
+    return {**record, "state": INCOMPLETE, "verdict": ledger.Verdict.INCONCLUSIVE.value, "evaluation": None,
+            "partial": partial, "reason": why}
+
+
+def _evaluate(claim: str, spec: Mapping[str, Any], paths: list[str], section: Mapping[str, Any]) -> dict[str, Any]:
+    """Aggregate cell files ``paths`` with the claim's aggregate function and apply its criterion."""
+    from ntkrepro import ledger
+
+    _import_claims(claim)
+    agg = _resolve(spec["aggregate_function"])({**section, "shard_files": list(paths)}, _Ctx())
+    agg["params"] = dict(section)
+    results = {spec["results_stem"]: agg}
+    return ledger.make_evaluation(claim, results, scale=spec["scale"])
+
+
+def _import_claims(claim: str) -> None:
+    import importlib
+
+    from ntkrepro.papers import CLAIM_MODULES
+
+    if claim[:1] not in CLAIM_MODULES:
+        raise ArchiveError(f"no paper with claim prefix {claim[:1]!r}")
+    importlib.import_module(CLAIM_MODULES[claim[:1]])
+
+
+# --------------------------------------------------------------------------------------------
+# What the ledger entry, the table and the report show; what `ledger check` verifies
+
+def summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry's ``decisive`` field: the state, the verdict (None when STALE or nothing is archived),
+    where and when it was computed, the headline numbers, and the reason."""
+    from ntkrepro import ledger
+
+    ev = record.get("evaluation")
+    out = {k: record.get(k) for k in ("tier", "state", "verdict", "scale", "archive", "cells_planned",
+                                      "cells_archived", "cells_stale", "commits", "config_hashes", "dirty", "devices", "dates",
+                                      "wall_seconds", "reason", "partial")}
+    out["headline"] = ledger._headline(ev) if ev else ""
+    out["controls"] = ledger.control_text(ev) if ev else ""
+    out["criterion_version"] = ev.get("criterion_version") if ev else None
+    out["cell"] = table_cell({**record, "headline": out["headline"]})
+    # short keys for one-line readers (ntkrepro.verdicts on main: device, date, commit, stale)
+    out["device"] = "; ".join(record.get("devices") or [])
+    out["date"] = ((record.get("dates") or [None, None])[1] or "")[:10]
+    out["commit"] = ",".join(c[:7] for c in record.get("commits") or [])
+    out["stale"] = record.get("state") == STALE
+    out["incomplete"] = record.get("state") == INCOMPLETE
+    return out
+
+
+def table_cell(record: Mapping[str, Any] | None) -> str:
+    """The claims table's "decisive run (archived: device, date, commit)" cell."""
+    if not record or record.get("state") in (None, EMPTY):
+        return "-"
+    commits = ",".join(c[:7] for c in record.get("commits") or []) + (" dirty" if record.get("dirty") else "")
+    dates = record.get("dates") or [None, None]
+    day = (dates[1] or "?")[:10]
+    where = f"archived: {'; '.join(record.get('devices') or ['?'])}, {day}, {commits}"
+    n = f"{record.get('cells_archived')}/{record.get('cells_planned')} cells"
+    if record["state"] == STALE:
+        return f"STALE ({len(record.get('cells_stale') or [])} cells computed by older code; not used; {where})"
+    if record["state"] == INCOMPLETE:
+        part = record.get("partial")
+        extra = (f"; partial, not a verdict: {part['criterion_verdict']} on {len(next(v for k, v in part.items() if k.endswith('s') and isinstance(v, list)))} complete groups"
+                 if part else "")
+        return f"inconclusive: INCOMPLETE ({n}{extra}; {where})"
+    ev_head = record.get("headline") or ""
+    return f"{record['verdict']} ({n}; {where})" + (f"; {ev_head}" if ev_head else "")
+
+
+def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | None = None) -> list[str]:
+    """``ledger check`` on an entry's ``decisive`` field: the decisive evaluation it copied
+    (``decisive_sha256``) is unchanged, every archived cell it read is unchanged (sha256), sealed and
+    intact (a hand-edited cell is refused), and a cell whose compute code is not today's is labelled
+    STALE in the entry (never used under a verdict). Returns the problems ([] = fine)."""
+    cid = e.get("id", "?")
+    want = e.get("decisive_sha256")
+    if not want:
+        return []
+    path_sha = dict(want)
+    problems = []
+    for rel, sha in path_sha.items():
+        p = Path(root) / rel
+        if not p.is_file():
+            return [f"{cid}: decisive evaluation {p} is missing"]
+        if sha256_file(p) != sha:
+            return [f"{cid}: decisive evaluation {p} changed after the entry was written; rerun snakemake"]
+        rec = read_json(p)
+        if summary(rec) != e.get("decisive"):
+            problems.append(f"{cid}: the entry's decisive field differs from {p} (edited by hand?)")
+        for cell, csha in (rec.get("cells_sha256") or {}).items():
+            cp = Path(root) / cell
+            if not cp.is_file():
+                problems.append(f"{cid}: archived cell {cp} is missing")
+                continue
+            try:
+                v = verify_cell(cp, cid, code_hash=code_hash)
+            except (TamperedFileError, ArchiveError) as err:
+                problems.append(f"{cid}: archived cell refused: {err}")
+                continue
+            if v["sha256"] != csha:
+                problems.append(f"{cid}: archived cell {cp} changed after the decisive evaluation read it; rerun snakemake")
+            if v["stale"] and rec.get("state") != STALE:
+                problems.append(f"{cid}: archived cell {cp} is STALE (computed by older code) but the entry "
+                                f"uses it ({rec.get('state')}); rerun snakemake")
+    return problems
+
+
+def load_plan(path: str | Path = "config/decisive.yaml") -> dict[str, Any]:
+    """The ``decisive`` section of config/decisive.yaml."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    if set(data) != {"decisive"}:
+        raise ArchiveError(f"{path}: an overlay sets only `decisive` (got {sorted(data)})")
+    return data["decisive"]
+
+
+def is_overlay(configfiles) -> bool:
+    """True when every ``--configfile`` sets only ``decisive`` (config/decisive.yaml): merged over
+    config/default.yaml, it changes nothing of the default run, so it inherits nothing silently."""
+    import yaml
+
+    files = list(configfiles)
+    return bool(files) and all(set((yaml.safe_load(Path(f).read_text()) or {})) == {"decisive"} for f in files)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: ``judge CLAIM --out FILE`` (the decisive evaluation of the archived cells) and ``verify``
+    (every archived cell: seal, budget, staleness; exit 1 on a refused cell)."""
+    ap = argparse.ArgumentParser(prog="python -m ntkrepro.decisive")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    j = sub.add_parser("judge")
+    j.add_argument("claim")
+    j.add_argument("--plan", default="config/decisive.yaml")
+    j.add_argument("--out", required=True)
+    v = sub.add_parser("verify")
+    v.add_argument("--plan", default="config/decisive.yaml")
+    v.add_argument("--delete-stale", action="store_true",
+                   help="delete STALE cells, so that `snakemake decide` recomputes them with today's code")
+    args = ap.parse_args(argv)
+    plan = load_plan(args.plan)
+    try:
+        if args.cmd == "judge":
+            rec = judge(args.claim, plan["claims"][args.claim], plan["archive"], max_bytes=int(plan["max_file_bytes"]))
+            write_json(args.out, rec)
+            print(f"{args.claim} decisive: {table_cell({**rec, 'headline': summary(rec)['headline']})}")
+            return 0
+        bad = 0
+        for claim, spec in plan["claims"].items():
+            for p in archived_cells(plan["archive"], claim):
+                try:
+                    r = verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))
+                    print(f"{p}: {'STALE' if r['stale'] else 'ok'}")
+                    if r["stale"] and args.delete_stale:
+                        p.unlink()
+                        print(f"{p}: deleted (STALE); `snakemake decide` recomputes it")
+                except (TamperedFileError, ArchiveError) as err:
+                    bad += 1
+                    print(f"REFUSED {err}", file=sys.stderr)
+        return 1 if bad else 0
+    except (TamperedFileError, ArchiveError) as err:
+        print(f"decisive {args.cmd}: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
