@@ -64,7 +64,8 @@ from collections.abc import Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from ntkrepro.io import TamperedFileError, check_seal, read_json, sha256_file, write_json  # noqa: E402
+from ntkrepro.io import (TamperedFileError, check_seal, content_sha256, read_json, sha256_file,  # noqa: E402
+                         write_json)
 
 #: Where the archive lives (config/decisive.yaml ``decisive.archive``), relative to the repository root.
 ARCHIVE = "archive/decisive"
@@ -333,7 +334,7 @@ def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | N
         p = Path(root) / rel
         if not p.is_file():
             return [f"{cid}: decisive evaluation {p} is missing"]
-        if sha256_file(p) != sha:
+        if content_sha256(p) != sha:
             return [f"{cid}: decisive evaluation {p} changed after the entry was written; rerun snakemake"]
         rec = read_json(p)
         if summary(rec) != e.get("decisive"):

@@ -750,7 +750,7 @@ def attach_decisive(entry: dict[str, Any], paths: Sequence[str | Path]) -> dict[
     if rec.get("id") != entry.get("id"):
         raise LedgerFileError(f"{paths[0]} is the decisive evaluation of {rec.get('id')!r}, not {entry.get('id')}")
     entry["decisive"] = decisive.summary(rec)
-    entry["decisive_sha256"] = {str(paths[0]): sha256_file(paths[0])}
+    entry["decisive_sha256"] = {str(paths[0]): content_sha256(paths[0])}
     return entry
 
 
