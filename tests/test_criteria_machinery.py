@@ -209,6 +209,16 @@ def test_preregistration_files_are_well_formed_and_are_every_registered_claim(re
         ledger.load_claim_spec("framework", "F99")
 
 
+def test_every_control_says_why_it_is_the_nearest_false_alternative():
+    """Issue 28 / CLAIMS.md rule 7: each pre-registered control states why it is the nearest false
+    alternative, or (starting "No near miss exists" / "No measured near miss exists") why none is."""
+    for paper in ledger.PAPERS:
+        for cid, spec in ledger.preregistration(paper).items():
+            assert spec.controls, cid
+            for c in spec.controls:
+                assert len(c.why_nearest.strip()) > 80, (cid, c.name)
+
+
 _OK = {"date": "2026-12-02", "change": "c", "why": "w"}
 
 
@@ -375,8 +385,9 @@ def test_missing_control_function_or_payload_is_a_clear_error(clean_f98):
 
 @pytest.mark.parametrize("controls, error", [
     ([{"name": "x", "what": "w"}], "keys"),
-    ([{"name": "Bad Name", "what": "w", "why_fails": "y"}], "identifier"),
-    ([{"name": "x", "what": "w", "why_fails": "y"}] * 2, "repeat"),
+    ([{"name": "x", "what": "w", "why_fails": "y"}], "keys"),          # why_nearest is required (issue 28)
+    ([{"name": "Bad Name", "what": "w", "why_fails": "y", "why_nearest": "n"}], "identifier"),
+    ([{"name": "x", "what": "w", "why_fails": "y", "why_nearest": "n"}] * 2, "repeat"),
     ({"name": "x"}, "controls must be"),
 ])
 def test_malformed_controls_are_rejected(controls, error):

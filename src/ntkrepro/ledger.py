@@ -22,6 +22,7 @@ table`` aggregates all entries (CSV, Markdown, LaTeX).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import enum
 import functools
@@ -192,8 +193,8 @@ class ClaimSpec:
 PREREGISTRATION_FILE = "claims.toml"
 _CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls", "corrections"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
-_CONTROL_KEYS = {"name", "what", "why_fails"}
-_CONTROL_OPTIONAL = {"why_nearest"}
+_CONTROL_KEYS = {"name", "what", "why_fails", "why_nearest"}
+_CONTROL_OPTIONAL: set[str] = set()
 
 
 def _text(where: str, table: Mapping[str, Any], key: str) -> str:
@@ -252,8 +253,8 @@ def _control(where: str, entry: Any) -> ControlSpec:
     name = _text(where, entry, "name")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"{where}: control name {name!r} must be a lower-case identifier")
-    nearest = _text(where, entry, "why_nearest") if "why_nearest" in entry else ""
-    return ControlSpec(name, _text(where, entry, "what"), _text(where, entry, "why_fails"), nearest)
+    return ControlSpec(name, _text(where, entry, "what"), _text(where, entry, "why_fails"),
+                       _text(where, entry, "why_nearest"))
 
 
 def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
@@ -319,8 +320,8 @@ def register(spec: ClaimSpec) -> Callable[[Callable[[Results, str], Evaluation]]
     def deco(fn: Callable[[Results, str], Evaluation]) -> Callable[[Results, str], Evaluation]:
         if spec.id in _REGISTRY and _REGISTRY[spec.id].evaluate is not fn:
             raise ValueError(f"claim {spec.id} registered twice")
-        _REGISTRY[spec.id] = ClaimSpec(spec.id, spec.paper, spec.statement, spec.criterion, fn, spec.version,
-                                       tuple(spec.amendments), spec.quote, tuple(spec.controls))
+        _REGISTRY[spec.id] = dataclasses.replace(spec, evaluate=fn, amendments=tuple(spec.amendments),
+                                                 controls=tuple(spec.controls), corrections=tuple(spec.corrections))
         return fn
 
     return deco
