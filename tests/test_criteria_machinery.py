@@ -274,8 +274,9 @@ def test_amendment_and_power_appear_in_entry_table_and_report(tmp_path, monkeypa
     claims = tmp_path / "results" / "claims"
     claims.mkdir(parents=True)
     ledger.write_table([e], claims / "t.csv", claims / "t.md", claims / "claims_table.tex")
-    md = (claims / "t.md").read_text()
-    assert "v2 (amended 1x after results were seen)" in md and "seeds ~" in md
+    md, details = (claims / "t.md").read_text(), (claims / "t_details.md").read_text()
+    assert "v2 (amended 1x after results were seen)" in details and "seeds ~" in details
+    assert all(len(line) < 200 for line in md.splitlines())   # one short line per claim (issue 31)
     monkeypatch.chdir(repo_root)
     tex = report.render(repo_root / "paper" / "replication_report.tex.j2", [e], {}, claims / "claims_table.tex",
                         "smoke", tmp_path / "results" / "paper")

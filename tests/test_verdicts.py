@@ -25,7 +25,7 @@ def test_readme_verdict_table_matches_the_committed_snapshot(repo_root):
     assert readme == verdicts.render(rows), (
         "README's verdict table differs from docs/verdicts.json: run "
         "`.venv/bin/python -m ntkrepro.verdicts --sync-readme docs/verdicts.json README.md`")
-    assert len(rows) == 21 and {r["claim"] for r in rows} >= {"H1", "A1", "G1", "F1"}
+    assert len(rows) == 21 and {r["id"] for r in rows} >= {"H1", "A1", "G1", "F1"}
 
 
 def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
@@ -35,11 +35,14 @@ def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
                reps=["inconclusive", "reproduced"], stable=False,
                decisive={"verdict": "reproduced", "device": "cpu", "date": "2026-12-04", "commit": "abc", "stale": True}),
     ])
-    assert [r["claim"] for r in rows] == ["F1", "F2"]
-    assert rows[0]["verdict"].startswith("inconclusive (uninformative")
-    assert rows[0]["replicates"] == "FRAGILE: r0 inconclusive / r1 reproduced"
-    assert rows[0]["decisive tier"].endswith("STALE") and "cpu, 2026-12-04, abc" in rows[0]["decisive tier"]
-    assert rows[1]["headline (95 % interval)"] == "slope -0.5 [-0.6, -0.4]" and rows[1]["replicates"] == "stable (2)"
+    assert [r["id"] for r in rows] == ["F1", "F2"]
+    assert rows[0]["default (this run)"].startswith("inconclusive (uninformative")
+    assert rows[0]["stable"] == "FRAGILE: r0 inconclusive / r1 reproduced"
+    dec = rows[0]["decisive run (archived: device, date, commit)"]
+    assert dec.endswith("STALE") and "cpu, 2026-12-04, abc" in dec
+    assert rows[1]["headline (95 % interval)"] == "slope -0.5 [-0.6, -0.4]" and rows[1]["stable"] == "stable (2)"
+    assert verdicts.decisive_short("inconclusive: INCOMPLETE (15/60 cells; archived: cpu, 2026-12-04, 0299db7)") \
+        == "inconclusive: INCOMPLETE (2026-12-04, 0299db7)"
     table = verdicts.render(rows)
     assert all(len(line) < 240 for line in table.splitlines())
 

@@ -775,11 +775,6 @@ def decisive_text(entry: Mapping[str, Any]) -> str:
 
 _TABLE_COLUMNS = ("id", "paper", "statement", "verdict", "control", "stable", "scale", "headline", "criterion",
                   "power", "substitutes", "decisive")
-#: The Markdown table's column order: the archived decisive run beside this run's verdict.
-_MD_COLUMNS = ("id", "paper", "statement", "verdict", "decisive", *_TABLE_COLUMNS[4:-1])
-#: Markdown headers where they differ from the CSV keys: the verdict is this run's, the decisive column the archive's.
-_MD_HEADERS = {"verdict": "default (this run)", "decisive": "decisive run (archived: device, date, commit)"}
-
 
 def _g(x: Any) -> str:
     """``x`` with 3 significant digits if it is a number, else as text (``None`` -> ``None``)."""
@@ -852,20 +847,37 @@ def _control_short(cell: str) -> str:
 
 
 def _decisive_short(cell: str) -> str:
-    """The LaTeX table's short form of a "decisive" cell: the state or verdict, the date and the commit
-    (device and numbers are under the claim)."""
-    if cell == "-":
-        return "-"
-    import re
+    """The LaTeX table's short form of a "decisive" cell (:func:`ntkrepro.verdicts.decisive_short`)."""
+    from ntkrepro.verdicts import decisive_short
 
-    head = cell.split(" (", 1)[0]
-    m = re.search(r"archived: .*?, (\d{4}-\d\d-\d\d|\?), ([0-9a-f,]+( dirty)?)\)", cell)
-    return head if not m else f"{head} ({m.group(1)}, {m.group(2)})"
+    return decisive_short(cell)
+
+
+def details_path(md_path: Path) -> Path:
+    """The per-claim detail file written beside the Markdown claims table."""
+    return md_path.with_name(md_path.stem + "_details.md")
+
+
+def _details(rows: Sequence[Mapping[str, str]]) -> str:
+    """The long texts of the claims table, one section per claim: statement, verdict, headline,
+    controls, replicates, criterion version, power lines and substitutes."""
+    out = ["# Claims: the details behind claims_table.md", ""]
+    for r in rows:
+        out += [f"## {r['id']} ({r['paper']}): {r['verdict']}", "", r["statement"], "",
+                f"- headline: {r['headline'] or '-'}", f"- controls: {r['control']}", f"- replicates: {r['stable']}",
+                f"- decisive tier: {r['decisive']}", f"- criterion: {r['criterion']}", f"- scale: {r['scale']}"]
+        if r["power"]:
+            out += ["- power (what would decide it):"] + [f"  - {t.strip()}" for t in r["power"].split(" | ")]
+        if r["substitutes"]:
+            out += [f"- substitutes: {r['substitutes']}"]
+        out.append("")
+    return "\n".join(out)
 
 
 def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: Path, tex_path: Path) -> None:
-    """Write the aggregate claims table as CSV, Markdown and a LaTeX ``longtable`` body (columns id,
-    statement, verdict, scale, headline, criterion version; the header is in the report template)."""
+    """Write the aggregate claims table as CSV (every column), Markdown (one short line per claim,
+    :mod:`ntkrepro.verdicts`; the long texts in :func:`details_path`) and a LaTeX ``longtable`` body
+    (the header is in the report template)."""
     import csv
     import io
 
@@ -876,10 +888,13 @@ def write_table(entries: Sequence[Mapping[str, Any]], csv_path: Path, md_path: P
     w.writerows(rows)
     with atomic_path(csv_path) as tmp:
         tmp.write_text(buf.getvalue())
-    md = ["| " + " | ".join(_MD_HEADERS.get(c, c) for c in _MD_COLUMNS) + " |", "|" + "---|" * len(_MD_COLUMNS)]
-    md += ["| " + " | ".join(r[c].replace("|", "/") for c in _MD_COLUMNS) + " |" for r in rows]
+    from ntkrepro import verdicts
+
+    # one short line per claim (issue 31); the long texts go to the detail file and the report
     with atomic_path(md_path) as tmp:
-        tmp.write_text("\n".join(md) + "\n")
+        tmp.write_text(verdicts.render(verdicts.summarise(entries)))
+    with atomic_path(details_path(md_path)) as tmp:
+        tmp.write_text(_details(rows))
     colour = {"reproduced": "green!15", "not_reproduced": "red!15", "inconclusive": "yellow!20"}
     tex = [rf"\rowcolor{{{colour.get(r['verdict'], 'white')}}} {_tex_escape(r['id'])} & "
            rf"{_tex_escape(r['statement'])} & "

@@ -111,6 +111,7 @@ rule claims_table:
     output:
         csv=report(f"{R}/claims/claims_table.csv", caption="../report/claims_table.rst", category="claims"),
         md=f"{R}/claims/claims_table.md",
+        details=f"{R}/claims/claims_table_details.md",
         tex=f"{R}/claims/claims_table.tex",
         index=f"{R}/claims/index.json",
     log:
