@@ -10,7 +10,12 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from ntkrepro.configcheck import ConfigError, check_scale_label, check_user_config, check_values
+from ntkrepro.configcheck import (
+    ConfigError,
+    check_scale_label,
+    check_user_config,
+    check_values,
+)
 from ntkrepro.papers import PAPERS
 from ntkrepro.provenance import configfiles_missing_keys
 from ntkrepro.decisive import is_overlay
@@ -24,7 +29,9 @@ min_version("9.0")
 # machine's memory, a scale label the sizes contradict -- refused here, naming the file and the key.
 # The files are checked before `configfile:` merges them (a merge walks an alias bomb for hours).
 try:
-    check_user_config(workflow.config_settings.configfiles, workflow.config_settings.config)
+    check_user_config(
+        workflow.config_settings.configfiles, workflow.config_settings.config
+    )
 except ConfigError as _err:
     raise WorkflowError(f"config error: {_err}") from None
 
@@ -44,11 +51,17 @@ except ConfigError as _err:
 # given with --configfile (merged in order, plus --config overrides) must set every key of
 # config/default.yaml themselves; otherwise stop here and name the missing keys.
 _MISSING = configfiles_missing_keys(
-    workflow.config_settings.configfiles, workflow.config_settings.config, "config/default.yaml"
+    workflow.config_settings.configfiles,
+    workflow.config_settings.config,
+    "config/default.yaml",
 )
 # config/decisive.yaml is an overlay: it sets only `decisive` (the decisive tier, workflow/rules/decisive.smk),
 # so it inherits no default value under another scale's name; its own schema requires every key.
-if _MISSING and is_overlay(workflow.config_settings.configfiles) and not workflow.config_settings.config:
+if (
+    _MISSING
+    and is_overlay(workflow.config_settings.configfiles)
+    and not workflow.config_settings.config
+):
     _MISSING = []
 if _MISSING:
     raise WorkflowError(
@@ -75,7 +88,9 @@ for _paper in PAPERS.values():
 include: "workflow/rules/ledger.smk"
 
 
-if not REPLICATE:  # the decisive tier is archived once, not per replicate (ntkrepro.decisive)
+if (
+    not REPLICATE
+):  # the decisive tier is archived once, not per replicate (ntkrepro.decisive)
 
     include: "workflow/rules/decisive.smk"
 
@@ -86,7 +101,9 @@ include: "workflow/rules/benchmarks.smk"
 
 rule all:
     message:
-        job_message("all", f"{len(CLAIMS)} ledger entries, {len(FIGURES)} figures, the report")
+        job_message(
+            "all", f"{len(CLAIMS)} ledger entries, {len(FIGURES)} figures, the report"
+        )
     default_target: True
     input:
         ledger_targets(),
@@ -101,24 +118,48 @@ rule all:
 # rep<r>_<rule>; the headline ledger entry results/claims/<ID>.json of a replicated claim
 # (replicate_claims) takes results/replicates/r<r>/claims/<ID>.json as inputs (ledger.smk).
 # A replicate's config has replicates: 1, so it declares no modules of its own.
-replicated_claims(config, CLAIMS)  # an unknown id in replicate_claims stops here, before any job
+replicated_claims(
+    config, CLAIMS
+)  # an unknown id in replicate_claims stops here, before any job
 if N_REPLICATES > 1:
+
     module rep1:
-        snakefile: "Snakefile"
-        config: replicate_config(config, 1)
+        snakefile:
+            "Snakefile"
+        config:
+            replicate_config(config, 1)
+
     use rule * from rep1 exclude all as rep1_*
+
+
 if N_REPLICATES > 2:
+
     module rep2:
-        snakefile: "Snakefile"
-        config: replicate_config(config, 2)
+        snakefile:
+            "Snakefile"
+        config:
+            replicate_config(config, 2)
+
     use rule * from rep2 exclude all as rep2_*
+
+
 if N_REPLICATES > 3:
+
     module rep3:
-        snakefile: "Snakefile"
-        config: replicate_config(config, 3)
+        snakefile:
+            "Snakefile"
+        config:
+            replicate_config(config, 3)
+
     use rule * from rep3 exclude all as rep3_*
+
+
 if N_REPLICATES > 4:
+
     module rep4:
-        snakefile: "Snakefile"
-        config: replicate_config(config, 4)
+        snakefile:
+            "Snakefile"
+        config:
+            replicate_config(config, 4)
+
     use rule * from rep4 exclude all as rep4_*

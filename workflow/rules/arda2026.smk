@@ -49,7 +49,8 @@ _ARDA_SHARDS = {c: _arda_sweeps.n_shards(ARDA, c) for c in _arda_sweeps.SWEEPS}
 
 rule arda2026_sweep_shard:
     """One shard of sweep claim {claim} (A1-A4): its cost-balanced share of the (sweep point, teacher
-    kind, seed group) tasks (ntkrepro.arda2026.scaling.run_a1/2/3_shard, forecasting.run_a4_shard)."""
+    kind, seed group) tasks (ntkrepro.arda2026.scaling.run_a1/2/3_shard, forecasting.run_a4_shard).
+    """
     output:
         results=f"{R}/arda2026/shards/{{claim}}_{{what}}_{{shard}}.json",
     log:
@@ -61,11 +62,18 @@ rule arda2026_sweep_shard:
         what="[a-z_]+",
         shard=r"\d+",
     message:
-        job_message("{wildcards.claim} (Arda et al. 2026)", "shard {wildcards.shard} of {params.n_shards}: {params.size}")
+        job_message(
+            "{wildcards.claim} (Arda et al. 2026)",
+            "shard {wildcards.shard} of {params.n_shards}: {params.size}",
+        )
     params:
         function=lambda wc: _arda_sweeps.function(wc.claim, "shard"),
-        code_hash=lambda wc: function_code_hash(_arda_sweeps.function(wc.claim, "shard")),
-        cfg=lambda wc: as_json({**_arda_sweeps.section(ARDA, wc.claim), "shard": int(wc.shard)}),
+        code_hash=lambda wc: function_code_hash(
+            _arda_sweeps.function(wc.claim, "shard")
+        ),
+        cfg=lambda wc: as_json(
+            {**_arda_sweeps.section(ARDA, wc.claim), "shard": int(wc.shard)}
+        ),
         n_shards=lambda wc: _ARDA_SHARDS[wc.claim],
         size=lambda wc: _arda_sweeps.size_text(ARDA, wc.claim),
         extra="",
@@ -93,11 +101,18 @@ rule arda2026_sweep_aggregate:
         claim="A[1-4]",
         name="[a-z_]+",
     message:
-        job_message("{wildcards.claim} (Arda et al. 2026)", "aggregate {params.n_shards} shard(s): {params.size}")
+        job_message(
+            "{wildcards.claim} (Arda et al. 2026)",
+            "aggregate {params.n_shards} shard(s): {params.size}",
+        )
     params:
         function=lambda wc: _arda_sweeps.function(wc.claim, "aggregate"),
-        code_hash=lambda wc: function_code_hash(_arda_sweeps.function(wc.claim, "aggregate")),
-        cfg=lambda wc, input: as_json({**_arda_sweeps.section(ARDA, wc.claim), "shard_files": list(input)}),
+        code_hash=lambda wc: function_code_hash(
+            _arda_sweeps.function(wc.claim, "aggregate")
+        ),
+        cfg=lambda wc, input: as_json(
+            {**_arda_sweeps.section(ARDA, wc.claim), "shard_files": list(input)}
+        ),
         n_shards=lambda wc: _ARDA_SHARDS[wc.claim],
         size=lambda wc: _arda_sweeps.size_text(ARDA, wc.claim),
         extra="",
@@ -149,7 +164,12 @@ register_figure(
         "seeds), with the attention part's Frobenius share."
     ),
 )
-register_claim("A5", "arda2026", [rules.A5_arda2026_attention_share.output.results], ["arda2026_A5_attention_share"])
+register_claim(
+    "A5",
+    "arda2026",
+    [rules.A5_arda2026_attention_share.output.results],
+    ["arda2026_A5_attention_share"],
+)
 
 
 # ---- benchmark: projected-GD steps/s, project step vs plain PyTorch autograd (issue 13.5) ---

@@ -6,7 +6,8 @@
 # ---- issue 11: the fast NNGP/NTK backend (ntkrepro.kernels.fast) vs neural-tangents ------------
 rule fast_kernels_benchmark:
     """Pairs/s of neural-tangents and kernels.fast side by side on the same blocks (H4 models at
-    S = 64 and 256, H6 Struct at length 128 and 500), FLOP/s vs dense matmul, memory per block."""
+    S = 64 and 256, H6 Struct at length 128 and 500), FLOP/s vs dense matmul, memory per block.
+    """
     message:
         job_message("benchmark", "fast kernels vs neural-tangents on the same blocks")
     output:
@@ -17,7 +18,10 @@ rule fast_kernels_benchmark:
         cfg=as_json(
             {
                 "h4_arch": HRON["H4"]["arch"],
-                "h6": {k: HRON["H6"][k] for k in ("filter_size", "W_pos_emb_std", "mask_constant")},
+                "h6": {
+                    k: HRON["H6"][k]
+                    for k in ("filter_size", "W_pos_emb_std", "mask_constant")
+                },
             }
         ),
         extra="",
@@ -43,7 +47,8 @@ with open("config/paper.yaml") as _f:
 
 rule paper_scale_plan:
     """Pairs, FLOPs, peak memory, CPU and GPU hours and SLURM jobs of the H4 / H6 kernel rules at
-    config/paper.yaml, from the fast backend timed at the paper's input sizes (ntkrepro.hron2020.benchmark)."""
+    config/paper.yaml, from the fast backend timed at the paper's input sizes (ntkrepro.hron2020.benchmark).
+    """
     message:
         job_message("benchmark", "paper-scale plan of the H4/H6 kernel rules")
     input:
@@ -54,9 +59,14 @@ rule paper_scale_plan:
     log:
         f"{R}/logs/benchmarks/paper_scale_plan.log",
     params:
-        cfg=as_json({"h4": {k: v for k, v in PAPER_HRON["H4"].items() if k != "benchmark"},
-                     "h6": {k: v for k, v in PAPER_HRON["H6"].items() if k != "benchmark"},
-                     "n": 2, "repeats": 2}),
+        cfg=as_json(
+            {
+                "h4": {k: v for k, v in PAPER_HRON["H4"].items() if k != "benchmark"},
+                "h6": {k: v for k, v in PAPER_HRON["H6"].items() if k != "benchmark"},
+                "n": 2,
+                "repeats": 2,
+            }
+        ),
         extra=lambda wc, output: extra_outputs(markdown=output.markdown),
     resources:
         mem_mb=8000,

@@ -59,12 +59,18 @@ def validate_section(section, schema):
     try:
         validate(config[section], schema)
     except WorkflowError as err:
-        bad = [e for e in (err.__cause__, err.__context__) if isinstance(e, jsonschema.exceptions.ValidationError)]
+        bad = [
+            e
+            for e in (err.__cause__, err.__context__)
+            if isinstance(e, jsonschema.exceptions.ValidationError)
+        ]
         if not bad:
             raise
         key = ".".join(map(str, [section, *bad[0].absolute_path]))
-        raise ValueError(f"config error at {key}: {bad[0].message} (fix it in your --configfile; the schema "
-                         f"is workflow/schemas/{Path(schema).name})") from None
+        raise ValueError(
+            f"config error at {key}: {bad[0].message} (fix it in your --configfile; the schema "
+            f"is workflow/schemas/{Path(schema).name})"
+        ) from None
 
 
 def _as_list(paths):
@@ -73,7 +79,11 @@ def _as_list(paths):
 
 def register_claim(claim, paper, results, figures):
     """Declare claim `claim`: its results files and figure names (drives ledger, report, all)."""
-    CLAIMS[claim] = {"paper": paper, "results": _as_list(results), "figures": _as_list(figures)}
+    CLAIMS[claim] = {
+        "paper": paper,
+        "results": _as_list(results),
+        "figures": _as_list(figures),
+    }
 
 
 def register_figure(name, results, caption, params=None):
@@ -84,8 +94,13 @@ def register_figure(name, results, caption, params=None):
     parameters (JSON-able).
     """
     paper, claim, _ = name.split("_", 2)
-    FIGURES[name] = {"paper": paper, "claim": claim, "results": _as_list(results), "caption": caption,
-                     "params": dict(params or {})}
+    FIGURES[name] = {
+        "paper": paper,
+        "claim": claim,
+        "results": _as_list(results),
+        "caption": caption,
+        "params": dict(params or {}),
+    }
 
 
 def figure_paths(name):
@@ -152,7 +167,9 @@ def replicate_entries(claim):
     replicate_claims; ntkrepro.replicates); none in a replicate itself."""
     if REPLICATE or claim not in replicated_claims(config, CLAIMS):
         return []
-    return [f"{replicate_dir(R, r)}/claims/{claim}.json" for r in range(1, N_REPLICATES)]
+    return [
+        f"{replicate_dir(R, r)}/claims/{claim}.json" for r in range(1, N_REPLICATES)
+    ]
 
 
 def as_json(obj):
@@ -166,7 +183,15 @@ def job_message(claim, what):
     papers = {p.claim_prefix: p for p in PAPERS.values()}
     paper = papers.get(claim[:1]) if not claim.startswith("{") else None
     first = paper.authors.split(",")[0].strip() if paper else ""
-    who = "" if not paper else (f" ({first} et al. {paper.year})" if first[:1].isalpha() else " (framework paper)")
+    who = (
+        ""
+        if not paper
+        else (
+            f" ({first} et al. {paper.year})"
+            if first[:1].isalpha()
+            else " (framework paper)"
+        )
+    )
     return f"{claim}{who}: {what} | scale {SCALE}, replicate {REPLICATE}"
 
 
@@ -191,6 +216,15 @@ def claim_map_rows():
                     function = fn.group(1) if fn else ""
                     if function == "{params.function}":
                         function = r.params.function(SimpleNamespace(**wc))
-                    producers.append({"rule": r.name, "wildcards": wc, "function": function})
-        rows.append({"claim": cid, "paper": claim["paper"], "producers": producers, "figures": claim["figures"]})
+                    producers.append(
+                        {"rule": r.name, "wildcards": wc, "function": function}
+                    )
+        rows.append(
+            {
+                "claim": cid,
+                "paper": claim["paper"],
+                "producers": producers,
+                "figures": claim["figures"],
+            }
+        )
     return rows

@@ -16,14 +16,24 @@ from ntkrepro.io import sha256_file
 from ntkrepro.papers import CLAIM_MODULES
 
 # The plan: --configfile config/decisive.yaml (the overlay) or, for `all`, the committed file itself.
-DECISIVE_PLAN = config["decisive"] if "decisive" in config else _decisive.load_plan("config/decisive.yaml")
+DECISIVE_PLAN = (
+    config["decisive"]
+    if "decisive" in config
+    else _decisive.load_plan("config/decisive.yaml")
+)
 validate(DECISIVE_PLAN, "../schemas/decisive.schema.yaml")
 DECISIVE_ARCHIVE = DECISIVE_PLAN["archive"]
-_DECISIVE_RUN = {c: s for c, s in DECISIVE_PLAN["claims"].items() if s["status"] == "run"}
-_DECISIVE_CELLS = {c: {x["name"]: x for x in _decisive.cells(s)} for c, s in _DECISIVE_RUN.items()}
+_DECISIVE_RUN = {
+    c: s for c, s in DECISIVE_PLAN["claims"].items() if s["status"] == "run"
+}
+_DECISIVE_CELLS = {
+    c: {x["name"]: x for x in _decisive.cells(s)} for c, s in _DECISIVE_RUN.items()
+}
 _unknown = sorted(set(DECISIVE_PLAN["claims"]) - set(CLAIMS))
 if _unknown:
-    raise WorkflowError(f"config/decisive.yaml names claims {_unknown} that the workflow does not register")
+    raise WorkflowError(
+        f"config/decisive.yaml names claims {_unknown} that the workflow does not register"
+    )
 
 
 rule decisive_cell:
@@ -42,7 +52,11 @@ rule decisive_cell:
         "{wildcards.claim}: decisive tier, cell {wildcards.cell} at scale {params.scale} -> {output} (archived)"
     params:
         function=lambda wc: _DECISIVE_RUN[wc.claim]["cell_function"],
-        cfg=lambda wc: as_json(_decisive.cell_params(_DECISIVE_RUN[wc.claim], _DECISIVE_CELLS[wc.claim][wc.cell])),
+        cfg=lambda wc: as_json(
+            _decisive.cell_params(
+                _DECISIVE_RUN[wc.claim], _DECISIVE_CELLS[wc.claim][wc.cell]
+            )
+        ),
         config_hash=lambda wc: canonical_hash(_DECISIVE_RUN[wc.claim]["section"]),
         code=lambda wc: _decisive.compute_code_hash(wc.claim),
         scale=lambda wc: _DECISIVE_RUN[wc.claim]["scale"],
@@ -62,14 +76,23 @@ rule decide:
     message:
         f"decisive tier: {sum(map(len, _DECISIVE_CELLS.values()))} cells of {', '.join(_DECISIVE_RUN) or 'no claim'}"
         + "; not run here: "
-        + "; ".join(f"{c} ({s['status']}: {s['reason']})" for c, s in DECISIVE_PLAN["claims"].items() if s["status"] != "run")
+        + "; ".join(
+            f"{c} ({s['status']}: {s['reason']})"
+            for c, s in DECISIVE_PLAN["claims"].items()
+            if s["status"] != "run"
+        )
     input:
-        [f"{DECISIVE_ARCHIVE}/{c}/cells/{n}.json" for c, cs in _DECISIVE_CELLS.items() for n in cs],
+        [
+            f"{DECISIVE_ARCHIVE}/{c}/cells/{n}.json"
+            for c, cs in _DECISIVE_CELLS.items()
+            for n in cs
+        ],
 
 
 rule decisive_evaluation:
     """Claim {claim}'s archived decisive cells judged by its CURRENT criterion (ntkrepro.decisive.judge):
-    complete / INCOMPLETE (no verdict drawn) / STALE (not used); a hand-edited cell is refused."""
+    complete / INCOMPLETE (no verdict drawn) / STALE (not used); a hand-edited cell is refused.
+    """
     message:
         "{wildcards.claim}: decisive tier, archived cells judged by the current criterion -> {output}"
     input:
@@ -81,9 +104,16 @@ rule decisive_evaluation:
     wildcard_constraints:
         claim="|".join(_DECISIVE_RUN) or "NONE",
     params:
-        cells=lambda wc: {str(p): sha256_file(p) for p in _decisive.archived_cells(DECISIVE_ARCHIVE, wc.claim)},
-        code=lambda wc: code_hash("ntkrepro.decisive", "ntkrepro.ledger", CLAIM_MODULES[wc.claim[:1]],
-                                  files=[SRC / CLAIMS[wc.claim]["paper"] / "claims.toml"]),
+        cells=lambda wc: {
+            str(p): sha256_file(p)
+            for p in _decisive.archived_cells(DECISIVE_ARCHIVE, wc.claim)
+        },
+        code=lambda wc: code_hash(
+            "ntkrepro.decisive",
+            "ntkrepro.ledger",
+            CLAIM_MODULES[wc.claim[:1]],
+            files=[SRC / CLAIMS[wc.claim]["paper"] / "claims.toml"],
+        ),
     resources:
         mem_mb=2000,
         runtime=10,

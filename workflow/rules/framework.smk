@@ -8,7 +8,10 @@ validate_section("framework", "../schemas/framework.schema.yaml")
 rule F1_framework_linear_attention:
     """Closed form vs neural-tangents (fp64) and vs empirical NTKs across widths (ntkrepro.framework.linear_attention.run_f1)."""
     message:
-        job_message("F1", "closed-form linear-attention NTK vs neural-tangents and Monte Carlo (+ wrong-constant control)")
+        job_message(
+            "F1",
+            "closed-form linear-attention NTK vs neural-tangents and Monte Carlo (+ wrong-constant control)",
+        )
     output:
         results=f"{R}/framework/F1_linear_attention.json",
     log:
@@ -37,8 +40,12 @@ register_figure(
         "95% bootstrap CI, and the error of the mean over initialisations (unbiased at every width)."
     ),
 )
-register_claim("F1", "framework", [rules.F1_framework_linear_attention.output.results],
-               ["framework_F1_linear_attention"])
+register_claim(
+    "F1",
+    "framework",
+    [rules.F1_framework_linear_attention.output.results],
+    ["framework_F1_linear_attention"],
+)
 
 
 # ---- F2 (+ F6 part i): kernel regime vs width -- trained network vs its linearised model ----
@@ -78,14 +85,22 @@ register_figure(
         "Right: one draw's initial NTK deviation, which fluctuates as W^-1/2 (context, not the claim)."
     ),
 )
-register_claim("F2", "framework", [rules.F2_framework_kernel_regime.output.results], ["framework_F2_deviation"])
+register_claim(
+    "F2",
+    "framework",
+    [rules.F2_framework_kernel_regime.output.results],
+    ["framework_F2_deviation"],
+)
 
 
 # ---- F3: NTK eigenstructure over positions, with/without sinusoidal encodings -------------
 rule F3_framework_positions:
     """Infinite-width NTK position kernels for three block variants (ntkrepro.framework.positions.run_f3)."""
     message:
-        job_message("F3", "NTK eigenspectrum over positions (+ no-attention/no-PE baselines, position-wise and shuffled-PE controls)")
+        job_message(
+            "F3",
+            "NTK eigenspectrum over positions (+ no-attention/no-PE baselines, position-wise and shuffled-PE controls)",
+        )
     output:
         results=f"{R}/framework/F3_positions.json",
         kernels=f"{R}/framework/F3_position_kernels.npz",
@@ -118,14 +133,18 @@ register_figure(
         "with vs without encodings."
     ),
 )
-register_claim("F3", "framework", rules.F3_framework_positions.output, ["framework_F3_positions"])
+register_claim(
+    "F3", "framework", rules.F3_framework_positions.output, ["framework_F3_positions"]
+)
 
 
 # ---- F5: causal (GPT) vs bidirectional (BERT) NTK structure -------------------------------
 rule F5_framework_masking:
     """Empirical NTK spectra and effective ranks, causal vs bidirectional (ntkrepro.framework.masking.run_f5)."""
     message:
-        job_message("F5", "causal vs bidirectional NTK structure (+ second bidirectional seed)")
+        job_message(
+            "F5", "causal vs bidirectional NTK structure (+ second bidirectional seed)"
+        )
     output:
         results=f"{R}/framework/F5_masking.json",
     log:
@@ -155,14 +174,22 @@ register_figure(
         "position kernels, eigenvalue spectra, and per-(seed, sequence) effective ranks."
     ),
 )
-register_claim("F5", "framework", [rules.F5_framework_masking.output.results], ["framework_F5_masking"])
+register_claim(
+    "F5",
+    "framework",
+    [rules.F5_framework_masking.output.results],
+    ["framework_F5_masking"],
+)
 
 
 # ---- F4: attention of trained blocks vs NTK eigenvectors, per sequence ---------------------
 rule F4_framework_attention:
     """Train blocks per width and seed; per-sequence off-diagonal attention vs NTK-eigenvector correlation (ntkrepro.framework.training.run_f4)."""
     message:
-        job_message("F4", "attention patterns vs NTK eigenvectors, trained and untrained, vs width")
+        job_message(
+            "F4",
+            "attention patterns vs NTK eigenvectors, trained and untrained, vs width",
+        )
     output:
         results=f"{R}/framework/F4_attention.json",
     log:
@@ -193,7 +220,12 @@ register_figure(
         "for the untrained attention; example patterns."
     ),
 )
-register_claim("F4", "framework", [rules.F4_framework_attention.output.results], ["framework_F4_attention"])
+register_claim(
+    "F4",
+    "framework",
+    [rules.F4_framework_attention.output.results],
+    ["framework_F4_attention"],
+)
 
 
 # ---- F6: architecture variants at matched widths (+ NTK movement from the F2 runs) ----------
@@ -222,7 +254,10 @@ rule F6_framework_variants:
 
 register_figure(
     "framework_F6_training",
-    results=[rules.F2_framework_kernel_regime.output.results, rules.F6_framework_variants.output.results],
+    results=[
+        rules.F2_framework_kernel_regime.output.results,
+        rules.F6_framework_variants.output.results,
+    ],
     caption=(
         "F6 (seed 000, Sec. 4.4, 4.5.3): (i) relative change of the empirical NTK during training vs width (F2 "
         "runs; fitted log-log slope, 95% bootstrap interval over seeds); (ii) architecture variants trained at "
@@ -231,6 +266,12 @@ register_figure(
         "test, seed-bootstrap interval)."
     ),
 )
-register_claim("F6", "framework",
-               [rules.F2_framework_kernel_regime.output.results, rules.F6_framework_variants.output.results],
-               ["framework_F6_training"])
+register_claim(
+    "F6",
+    "framework",
+    [
+        rules.F2_framework_kernel_regime.output.results,
+        rules.F6_framework_variants.output.results,
+    ],
+    ["framework_F6_training"],
+)

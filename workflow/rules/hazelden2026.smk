@@ -8,7 +8,10 @@ validate_section("hazelden2026", "../schemas/hazelden2026.schema.yaml")
 rule G1_hazelden2026_kronecker_transformer:
     """Per-site forward-pass vs autodiff Kronecker core, fp64 + fp32 (ntkrepro.hazelden2026.transformer.run_g1)."""
     message:
-        job_message("G1", "Kronecker core vs autodiff, self-attention transformer (+ bias-dropped control)")
+        job_message(
+            "G1",
+            "Kronecker core vs autodiff, self-attention transformer (+ bias-dropped control)",
+        )
     output:
         results=f"{R}/hazelden2026/G1_kronecker_transformer.json",
     log:
@@ -38,15 +41,22 @@ register_figure(
         "(errors of exactly 0 are drawn at the axis floor)."
     ),
 )
-register_claim("G1", "hazelden2026", [rules.G1_hazelden2026_kronecker_transformer.output.results],
-               ["hazelden2026_G1_kronecker_transformer"])
+register_claim(
+    "G1",
+    "hazelden2026",
+    [rules.G1_hazelden2026_kronecker_transformer.output.results],
+    ["hazelden2026_G1_kronecker_transformer"],
+)
 
 
 # ---- G2: same on Pythia-410M (GPTNeoX), every site of every layer -----------------------------
 rule G2_hazelden2026_kronecker_pythia:
     """Per-layer forward-pass vs autodiff Kronecker core on GPTNeoX (ntkrepro.hazelden2026.pythia.run_g2)."""
     message:
-        job_message("G2", "Kronecker core vs autodiff, Pythia-410M layers (+ bias-dropped control)")
+        job_message(
+            "G2",
+            "Kronecker core vs autodiff, Pythia-410M layers (+ bias-dropped control)",
+        )
     output:
         results=f"{R}/hazelden2026/G2_kronecker_pythia.json",
     log:
@@ -76,8 +86,12 @@ register_figure(
         "were pretrained or randomly initialised."
     ),
 )
-register_claim("G2", "hazelden2026", [rules.G2_hazelden2026_kronecker_pythia.output.results],
-               ["hazelden2026_G2_kronecker_pythia"])
+register_claim(
+    "G2",
+    "hazelden2026",
+    [rules.G2_hazelden2026_kronecker_pythia.output.results],
+    ["hazelden2026_G2_kronecker_pythia"],
+)
 
 
 # ---- G3: RNN/GRU GeNTK effective dimension at init over an initial-scale sweep, and learning ---
@@ -117,8 +131,12 @@ register_figure(
         "runs and its 95% interval (bootstrap over seeds)."
     ),
 )
-register_claim("G3", "hazelden2026", [rules.G3_hazelden2026_rnn_spectra.output.results],
-               ["hazelden2026_G3_rnn_spectra"])
+register_claim(
+    "G3",
+    "hazelden2026",
+    [rules.G3_hazelden2026_rnn_spectra.output.results],
+    ["hazelden2026_G3_rnn_spectra"],
+)
 
 
 # ---- G4: transformer GeNTK (all weight-site variables, partial-averaged) rank vs input effective dimension
@@ -160,8 +178,12 @@ register_figure(
         "black line is the pre-registered bound 1.25 PR(x) + 1. Right: temporal spectra (first seed)."
     ),
 )
-register_claim("G4", "hazelden2026", [rules.G4_hazelden2026_transformer_rank.output.results],
-               ["hazelden2026_G4_transformer_rank"])
+register_claim(
+    "G4",
+    "hazelden2026",
+    [rules.G4_hazelden2026_transformer_rank.output.results],
+    ["hazelden2026_G4_transformer_rank"],
+)
 
 
 # ---- Benchmark (not part of `all`): forward-pass core vs autodiff on one Pythia-410M layer ----
@@ -176,7 +198,13 @@ rule hazelden2026_benchmark_kronecker_core:
     benchmark:
         f"{R}/benchmarks/rules/hazelden2026_benchmark_kronecker_core.tsv"
     params:
-        cfg=as_json({**HAZ["benchmark"], "tiny_arch": HAZ["G2"]["tiny_arch"], "weights_path": HAZ["G2"]["weights_path"]}),
+        cfg=as_json(
+            {
+                **HAZ["benchmark"],
+                "tiny_arch": HAZ["G2"]["tiny_arch"],
+                "weights_path": HAZ["G2"]["weights_path"],
+            }
+        ),
         extra="",
     resources:
         mem_mb=6000,

@@ -8,7 +8,10 @@ validate_section("hron2020", "../schemas/hron2020.schema.yaml")
 rule H1_hron2020_gaussianity:
     """Draw d^-1/2 attention outputs at init over weights for each head count (ntkrepro.hron2020.gaussianity.run_h1)."""
     message:
-        job_message("H1", "attention outputs at init vs heads (+ Gaussian and shared-heads controls)")
+        job_message(
+            "H1",
+            "attention outputs at init vs heads (+ Gaussian and shared-heads controls)",
+        )
     output:
         results=f"{R}/hron2020/H1_gaussianity.json",
         samples=f"{R}/hron2020/H1_gaussianity_samples.npz",
@@ -38,14 +41,21 @@ register_figure(
         "distance vs number of heads with 95% bootstrap intervals and the KS 95% null level."
     ),
 )
-register_claim("H1", "hron2020", rules.H1_hron2020_gaussianity.output.results, ["hron2020_H1_gaussianity"])
+register_claim(
+    "H1",
+    "hron2020",
+    rules.H1_hron2020_gaussianity.output.results,
+    ["hron2020_H1_gaussianity"],
+)
 
 
 # ---- H2: d^-1 scaling collapses attention to global average pooling (Sec. 3) --------------
 rule H2_hron2020_average_pooling:
     """Attention-weight spread and attention-vs-GAP NNGP distance vs d (ntkrepro.hron2020.average_pooling.run_h2)."""
     message:
-        job_message("H2", "attention spread and NNGP distance to GAP vs d (+ d^-1/2 control)")
+        job_message(
+            "H2", "attention spread and NNGP distance to GAP vs d (+ d^-1/2 control)"
+        )
     output:
         results=f"{R}/hron2020/H2_average_pooling.json",
     log:
@@ -74,4 +84,9 @@ register_figure(
         "NNGP (neural-tangents) (right) both shrink as d grows; fitted log-log slopes with 95% CIs."
     ),
 )
-register_claim("H2", "hron2020", [rules.H2_hron2020_average_pooling.output.results], ["hron2020_H2_average_pooling"])
+register_claim(
+    "H2",
+    "hron2020",
+    [rules.H2_hron2020_average_pooling.output.results],
+    ["hron2020_H2_average_pooling"],
+)

@@ -17,7 +17,10 @@ CIFAR10_ARCHIVE_INPUT = [
 rule H3_hron2020_kernel_convergence:
     """Monte Carlo empirical NNGP/NTK vs neural-tangents' analytic kernels over widths (ntkrepro.hron2020.convergence.run_h3)."""
     message:
-        job_message("H3", "empirical vs analytic NNGP/NTK vs width (+ control: analytic kernels 3 % off)")
+        job_message(
+            "H3",
+            "empirical vs analytic NNGP/NTK vs width (+ control: analytic kernels 3 % off)",
+        )
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:
@@ -51,8 +54,12 @@ register_figure(
         "against a limit 3 % off (the negative control) and that limit's offset."
     ),
 )
-register_claim("H3", "hron2020", [rules.H3_hron2020_kernel_convergence.output.results],
-               ["hron2020_H3_kernel_convergence"])
+register_claim(
+    "H3",
+    "hron2020",
+    [rules.H3_hron2020_kernel_convergence.output.results],
+    ["hron2020_H3_kernel_convergence"],
+)
 
 
 # ---- H4: CIFAR-10 NNGP/NTK regression benchmark -----------------------------------------------
@@ -79,7 +86,9 @@ rule H4_hron2020_kernel_shard:
     wildcard_constraints:
         shard=r"\d+",
     params:
-        cfg=lambda wc: as_json({**H4_CFG, "shard": int(wc.shard), "n_shards": H4_SHARDS}),
+        cfg=lambda wc: as_json(
+            {**H4_CFG, "shard": int(wc.shard), "n_shards": H4_SHARDS}
+        ),
         extra="",
     resources:
         mem_mb=8000 if SCALE != "paper" else 32000,
@@ -94,10 +103,16 @@ rule H4_hron2020_kernel_shard:
 rule H4_hron2020_cifar10_kernels:
     """Depth/diag_reg selection on validation, test accuracies and orderings (ntkrepro.hron2020.cifar10.run_h4)."""
     message:
-        job_message("H4", "CIFAR-10 kernel regression, all families (+ permuted-label and two-draws ordering controls)")
+        job_message(
+            "H4",
+            "CIFAR-10 kernel regression, all families (+ permuted-label and two-draws ordering controls)",
+        )
     input:
         CIFAR10_ARCHIVE_INPUT,
-        expand(f"{R}/hron2020/H4_kernel_shards/shard_{{shard}}.json", shard=range(H4_SHARDS)),
+        expand(
+            f"{R}/hron2020/H4_kernel_shards/shard_{{shard}}.json",
+            shard=range(H4_SHARDS),
+        ),
     output:
         results=f"{R}/hron2020/H4_cifar10_kernels.json",
         predictions=f"{R}/hron2020/H4_cifar10_kernels_predictions.npz",
@@ -129,14 +144,21 @@ register_figure(
         "bootstrap intervals of the accuracy differences the paper's orderings state (right)."
     ),
 )
-register_claim("H4", "hron2020", [rules.H4_hron2020_cifar10_kernels.output.results], ["hron2020_H4_cifar10_kernels"])
+register_claim(
+    "H4",
+    "hron2020",
+    [rules.H4_hron2020_cifar10_kernels.output.results],
+    ["hron2020_H4_cifar10_kernels"],
+)
 
 
 # ---- H5: finite attention networks (flax + optax) ---------------------------------------------
 rule H5_hron2020_finite_attention:
     """Train softmax/ReLU/identity attention x LayerNorm placements, several seeds (ntkrepro.hron2020.finite_nets.run_h5)."""
     message:
-        job_message("H5", "finite attention nets on CIFAR-10 (+ permuted-label control)")
+        job_message(
+            "H5", "finite attention nets on CIFAR-10 (+ permuted-label control)"
+        )
     input:
         CIFAR10_ARCHIVE_INPUT,
     output:
@@ -168,7 +190,12 @@ register_figure(
         "one dot per seed, bars = seed means."
     ),
 )
-register_claim("H5", "hron2020", [rules.H5_hron2020_finite_attention.output.results], ["hron2020_H5_finite_attention"])
+register_claim(
+    "H5",
+    "hron2020",
+    [rules.H5_hron2020_finite_attention.output.results],
+    ["hron2020_H5_finite_attention"],
+)
 
 
 # ---- benchmark (not part of `all`): CIFAR-10 kernel throughput vs dense matmul ------------------

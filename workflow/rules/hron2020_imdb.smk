@@ -15,14 +15,19 @@ H6_PARAMS = {
 
 # the local IMDb archive (and GloVe file), when configured, so that replacing them reruns H6
 H6_DATA = ([H6_IMDB["archive"]] if H6_IMDB.get("archive") else []) + (
-    [H6_PARAMS["glove"]["path"]] if H6_PARAMS["glove"].get("source") == "zip" and H6_PARAMS["glove"].get("path") else []
+    [H6_PARAMS["glove"]["path"]]
+    if H6_PARAMS["glove"].get("source") == "zip" and H6_PARAMS["glove"].get("path")
+    else []
 )
 
 
 rule H6_hron2020_imdb:
     """IMDb + GloVe NNGP/NTK regression for GAP-only, GAP-FCN, CNN-GAP, Struct (ntkrepro.hron2020.imdb.run_h6)."""
     message:
-        job_message("H6", "IMDb kernel regression, all families (+ permuted-label and two-draws ordering controls)")
+        job_message(
+            "H6",
+            "IMDb kernel regression, all families (+ permuted-label and two-draws ordering controls)",
+        )
     input:
         H6_DATA,
     output:
@@ -55,7 +60,9 @@ register_figure(
         "97.4% state of the art (left); validation accuracy of every depth and kernel (right)."
     ),
 )
-register_claim("H6", "hron2020", [rules.H6_hron2020_imdb.output.results], ["hron2020_H6_imdb"])
+register_claim(
+    "H6", "hron2020", [rules.H6_hron2020_imdb.output.results], ["hron2020_H6_imdb"]
+)
 
 
 rule H6_hron2020_imdb_kernel_throughput:

@@ -9,7 +9,10 @@
 rule figure:
     """Execute notebooks/<paper>_<claim>_<what>.py with papermill; writes the PNG + PDF figure."""
     message:
-        job_message("{wildcards.claim}", "figure {wildcards.paper}_{wildcards.claim}_{wildcards.what} (notebook)")
+        job_message(
+            "{wildcards.claim}",
+            "figure {wildcards.paper}_{wildcards.claim}_{wildcards.what} (notebook)",
+        )
     input:
         results=lambda wc: FIGURES[f"{wc.paper}_{wc.claim}_{wc.what}"]["results"],
         notebook="notebooks/{paper}_{claim}_{what}.py",
@@ -40,7 +43,10 @@ rule figure:
         ),
         # a function of the wildcards only: Snakemake does not record (so never compares) a param
         # computed from `input`; the notebook's own imports (ntkrepro.plotting, ...) are followed
-        code=lambda wc: code_hash("ntkrepro.notebooks", files=[f"notebooks/{wc.paper}_{wc.claim}_{wc.what}.py"]),
+        code=lambda wc: code_hash(
+            "ntkrepro.notebooks",
+            files=[f"notebooks/{wc.paper}_{wc.claim}_{wc.what}.py"],
+        ),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -54,7 +60,9 @@ rule figure:
 rule claim_evaluation:
     """Apply claim {claim}'s pre-registered criterion (ntkrepro.<paper>.claims) once -> its evaluation."""
     message:
-        job_message("{wildcards.claim}", "criterion and negative controls -> evaluation")
+        job_message(
+            "{wildcards.claim}", "criterion and negative controls -> evaluation"
+        )
     input:
         results=lambda wc: CLAIMS[wc.claim]["results"],
     output:
@@ -66,8 +74,11 @@ rule claim_evaluation:
         config_hash=EVALUATION_CONFIG_HASH,  # the config an evaluation reads (the scale), not the whole config
         # the criterion lives in the paper's claims module (and the modules it imports); its text,
         # version and amendments in the paper's pre-registration claims.toml beside it
-        code=lambda wc: code_hash("ntkrepro.ledger", f"ntkrepro.{CLAIMS[wc.claim]['paper']}.claims",
-                                  files=[SRC / CLAIMS[wc.claim]["paper"] / "claims.toml"]),
+        code=lambda wc: code_hash(
+            "ntkrepro.ledger",
+            f"ntkrepro.{CLAIMS[wc.claim]['paper']}.claims",
+            files=[SRC / CLAIMS[wc.claim]["paper"] / "claims.toml"],
+        ),
     conda:
         CONDA_ENV
     shell:
@@ -78,16 +89,25 @@ rule claim_evaluation:
 
 rule claim_ledger_entry:
     """Claim {claim}'s ledger entry results/claims/{claim}.json: its evaluation plus its figures, with
-    the verdicts of its replicates (results/replicates/r<k>/claims/{claim}.json) and `stable`."""
+    the verdicts of its replicates (results/replicates/r<k>/claims/{claim}.json) and `stable`.
+    """
     message:
         job_message("{wildcards.claim}", "ledger entry")
     input:
         evaluation=f"{R}/claims/evaluations/{{claim}}.json",
         # a replicate (REPLICATE >= 1) draws no figures (budget); its entry says so
-        figures=lambda wc: [] if REPLICATE else [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]],
+        figures=lambda wc: (
+            []
+            if REPLICATE
+            else [figure_paths(f)["png"] for f in CLAIMS[wc.claim]["figures"]]
+        ),
         replicates=lambda wc: replicate_entries(wc.claim),
         # the archived decisive tier judged now (decisive.smk; headline entry only)
-        decisive=lambda wc: [] if REPLICATE or wc.claim not in DECISIVE_EVALUATIONS else [DECISIVE_EVALUATIONS[wc.claim]],
+        decisive=lambda wc: (
+            []
+            if REPLICATE or wc.claim not in DECISIVE_EVALUATIONS
+            else [DECISIVE_EVALUATIONS[wc.claim]]
+        ),
     output:
         f"{R}/claims/{{claim}}.json",
     log:
@@ -109,7 +129,11 @@ rule claims_table:
     input:
         ledger_targets(),
     output:
-        csv=report(f"{R}/claims/claims_table.csv", caption="../report/claims_table.rst", category="claims"),
+        csv=report(
+            f"{R}/claims/claims_table.csv",
+            caption="../report/claims_table.rst",
+            category="claims",
+        ),
         md=f"{R}/claims/claims_table.md",
         details=f"{R}/claims/claims_table_details.md",
         tex=f"{R}/claims/claims_table.tex",
@@ -130,7 +154,8 @@ rule claims_table:
 
 rule claim_map:
     """The README's claim map (claim -> compute rule -> library function -> criterion -> notebook ->
-    report section), generated from this workflow's registry (ntkrepro.claim_map); every cell checked."""
+    report section), generated from this workflow's registry (ntkrepro.claim_map); every cell checked.
+    """
     output:
         f"{R}/claims/claim_map.md",
     log:

@@ -16,7 +16,11 @@ rule replication_report:
         captions=[f"{R}/figures/{name}.json" for name in sorted(FIGURES)],
     output:
         tex=f"{R}/paper/{REPORT}.tex",
-        pdf=report(f"{R}/paper/{REPORT}.pdf", caption="../report/replication_report.rst", category="report"),
+        pdf=report(
+            f"{R}/paper/{REPORT}.pdf",
+            caption="../report/replication_report.rst",
+            category="report",
+        ),
     log:
         f"{R}/logs/paper/{REPORT}.log",
     params:
@@ -38,5 +42,8 @@ onstart:
     from ntkrepro.report import INSTALL_HINT, latex_available
 
     if not latex_available():
-        print(f"WARNING: {INSTALL_HINT}\nThe report rule will fail; every other output still builds "
-              "(use --keep-going).", file=sys.stderr)
+        print(
+            f"WARNING: {INSTALL_HINT}\nThe report rule will fail; every other output still builds "
+            "(use --keep-going).",
+            file=sys.stderr,
+        )
