@@ -212,17 +212,22 @@ def _keys(where: str, table: Any, required: set[str], allowed: set[str]) -> Mapp
     return table
 
 
-def _amendment(where: str, entry: Any) -> Amendment:
-    """One entry of an amendment log, checked: an ISO date (YYYY-MM-DD, a quoted string), a
-    non-empty ``change`` and ``why``, and ``previous`` (optional) mapping scales to non-empty text."""
-    entry = _keys(where, entry, {"date", "change", "why"}, _AMENDMENT_KEYS)
-    date = entry["date"]
+def _iso_date(where: str, date: Any) -> str:
+    """``date`` if it is an ISO date string (YYYY-MM-DD), else a ValueError naming ``where``."""
     try:
         iso = isinstance(date, str) and datetime.date.fromisoformat(date).isoformat() == date
     except ValueError:
         iso = False
     if not iso:
         raise ValueError(f"{where}: date {date!r} is not an ISO date (YYYY-MM-DD, quoted)")
+    return date
+
+
+def _amendment(where: str, entry: Any) -> Amendment:
+    """One entry of an amendment log, checked: an ISO date (YYYY-MM-DD, a quoted string), a
+    non-empty ``change`` and ``why``, and ``previous`` (optional) mapping scales to non-empty text."""
+    entry = _keys(where, entry, {"date", "change", "why"}, _AMENDMENT_KEYS)
+    date = _iso_date(where, entry["date"])
     previous = entry.get("previous", {})
     if not isinstance(previous, Mapping) or not all(isinstance(v, str) and v.strip() for v in previous.values()):
         raise ValueError(f"{where}: previous must map scales to non-empty strings")
@@ -233,13 +238,7 @@ def _correction(where: str, entry: Any) -> Correction:
     """One correction of a past amendment entry, checked: ISO date, 1-based ``amendment`` index,
     non-empty ``correction`` and ``why``."""
     entry = _keys(where, entry, {"date", "amendment", "correction", "why"}, {"date", "amendment", "correction", "why"})
-    date = entry["date"]
-    try:
-        iso = isinstance(date, str) and datetime.date.fromisoformat(date).isoformat() == date
-    except ValueError:
-        iso = False
-    if not iso:
-        raise ValueError(f"{where}: date {date!r} is not an ISO date (YYYY-MM-DD, quoted)")
+    date = _iso_date(where, entry["date"])
     index = entry["amendment"]
     if not isinstance(index, int) or isinstance(index, bool) or index < 1:
         raise ValueError(f"{where}: amendment must be the 1-based index of an amendment entry, got {index!r}")
