@@ -95,6 +95,7 @@ rule decisive_evaluation:
     """
     message:
         "{wildcards.claim}: decisive tier, archived cells judged by the current criterion -> {output}"
+        f" | scale {SCALE}, replicate {REPLICATE}"
     input:
         plan="config/decisive.yaml",
     output:
