@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # The prepared one-device call (issues 24, 30), from the repository root:
 #   bash workflow/scripts/gpu_h4.sh          # results under $OUT/results-gpu (OUT defaults to .)
-# Needs python with jax (CUDA), numpy, scipy (flax + optax for H5); the CIFAR-10 subset in
-# ../shared/data or shared/data. No neural-tangents, pyyaml, tqdm, snakemake or network.
+# Needs python with jax (CUDA), numpy, scipy (flax + optax for H5, torch for A1's teacher inputs); the
+# data in DATA_ROOT (default ../shared/data, else shared/data). No neural-tangents, pyyaml, tqdm,
+# pandas, snakemake or network.
 # Runs the plan of ntkrepro.hron2020.gpu_run: calibration, then H4 t1000, H5 (200 epochs), A1 (the
-# paper's settings), H4 t2000, H4 t5000 -- each only if its prediction fits the budget left, each
-# written as it finishes: $OUT/results-gpu/gpu_run.json (calibration, predictions, measured times,
-# device, precision; rewritten after every tier) and one <tier>.tar.gz per finished tier (<= 8 files,
-# <= 16 MiB each, one folder below $OUT). A call cut off by `timeout` keeps every finished tier.
+# paper's settings), H4 t2000, H4 t5000, H6 (800 / 200 / 800 reviews, length 128) -- each only if its
+# prediction fits the budget left, each written as it finishes: $OUT/results-gpu/gpu_run.json
+# (calibration, predictions, measured times, device, precision; rewritten after every tier) and one
+# <tier>.tar.gz per finished tier (<= 8 files, <= 16 MiB each, one folder below $OUT). A call cut off
+# by `timeout` keeps every finished tier.
 # BUDGET_S: wall seconds for calibration + tiers (default 420 of a 10-minute call, leaving start-up
 # and write-back); TIERS=smoke runs the CPU-sized plan. Caches (kernel blocks, compiled code) go to a
-# temporary folder. Unpack and judge on the CPU side:
+# temporary folder.
+#
+# What travels (64 MiB in all: the tracked files, ~2.4 MB, + the carried paths). The data do not sit
+# in the repository, and H6's GloVe table (80 MB + its vocabulary) would not fit, so prepare on the CPU
+# (from ../shared/data, nothing fetched; the pinned .venv has the GloVe wheel):
+#   PYTHONPATH=src .venv/bin/python -m ntkrepro.hron2020.device_inputs --out device-inputs
+# -> device-inputs/ (git-ignored): the CIFAR-10 and IMDb subsets (22.1 + 3.9 MB) and the GloVe vectors
+# of the IMDb subset's 37,831 words that have one (6.3 MB zip; bit for bit the wheel's), with
+# device_inputs.json (sizes, sha256, whether it all fits: 34.7 MB with the tracked files, 2026-12-05).
+# Then the device call (the device tool's run):
+#   command: DATA_ROOT=device-inputs BUDGET_S=420 bash workflow/scripts/gpu_h4.sh
+#   carry:   ["device-inputs"]          timeout_s: 540
+# Unpack and judge on the CPU side:
 #   mkdir -p r/t5000 && tar -xzf results-gpu/t5000.tar.gz -C r/t5000
 #   .venv/bin/python -m ntkrepro.ledger evaluate H4 --results r/t5000/hron2020/H4_cifar10_kernels.json \
 #       --scale gpu --out r/t5000/claims/H4_evaluation.json
@@ -26,6 +40,7 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 # the budget check stops starting tiers in time; timeout is the hard stop (finished tiers stay)
 timeout --signal=TERM --kill-after=10 $(( BUDGET_S + 60 )) "$PY" -m ntkrepro.hron2020.gpu_run \
-  --out "$OUT/results-gpu" --cache "$cache" --budget-s "$BUDGET_S" --tiers "${TIERS:-gpu}" || rc=$?
+  --out "$OUT/results-gpu" --cache "$cache" --budget-s "$BUDGET_S" --tiers "${TIERS:-gpu}" \
+  ${DATA_ROOT:+--data-root "$DATA_ROOT"} || rc=$?
 ls -la "$OUT/results-gpu" || true
 exit ${rc:-0}
