@@ -1,11 +1,12 @@
-r"""The prepared one-GPU call: H4 in size tiers, H5 at its named epochs, A1 at the paper's settings --
-each tier written as it finishes (issues 24, 30).
+r"""The prepared one-GPU call: H4 in size tiers, H5 at its named epochs, A1 at the paper's settings, H6 from
+inputs prepared on the CPU -- each tier written as it finishes (issues 24, 30).
 
-Usage (from the repository root; the shared data in ``../shared/data``; needs only jax, numpy and
-scipy besides this repository -- flax and optax for H5; no neural-tangents, pyyaml, tqdm or
-snakemake)::
+Usage (from the repository root; the data in ``../shared/data`` or, on the device, the folder
+prepared by ``python -m ntkrepro.hron2020.device_inputs``; needs only jax, numpy and scipy besides
+this repository -- flax and optax for H5, torch for A1's teacher inputs; no neural-tangents, pyyaml,
+tqdm, pandas or snakemake)::
 
-    PYTHONPATH=src python -m ntkrepro.hron2020.gpu_run --out results-gpu --budget-s 480
+    PYTHONPATH=src python -m ntkrepro.hron2020.gpu_run --out results-gpu --budget-s 480 --data-root device-inputs
 
 (``workflow/scripts/gpu_h4.sh`` wraps it as one device call: caches in a temporary folder.)
 
@@ -17,9 +18,11 @@ snakemake)::
    H4 (:data:`PARAMS_SNAPSHOT`) at the tier's sizes: the official training set's class-balanced
    train + validation split, 4:1, and 2,000 test images, 8x8, every family and depth, kernel blocks
    of 200 x 200, regressions on the default JAX device (``regression_backend: jax``,
-   :mod:`ntkrepro.kernels.device_regression`). H6 is not in the plan: its GloVe inputs do not travel
-   as they are (the 6B-50d table is 80 MB of vectors + 3.7 MB of vocabulary > the 64 MiB a device
-   call carries; H6 would need a vocabulary cut to the reviews' words, prepared on the CPU).
+   :mod:`ntkrepro.kernels.device_regression`). Last, H6 (config/default.yaml's H6 at 800 / 200 / 800
+   reviews of length 128, :data:`H6_TIERS`) from inputs prepared on the CPU
+   (:mod:`ntkrepro.hron2020.device_inputs`: the GloVe 6B-50d table, 80 MB + 3.7 MB of vocabulary, does
+   not fit the 64 MiB a device call carries; the vectors of the IMDb subset's words do, 6.3 MB); skipped,
+   recorded, where ``--data-root`` holds no prepared GloVe subset.
 2. **Calibration** (:func:`calibrate`): per H4 model one symmetric and one rectangular block (first
    call: compile, then the median of 3) and the cost of a fresh kernel function's first symmetric and
    rectangular call (``run_h4`` builds one per use; median over 3 fresh functions); the block cache's
