@@ -27,6 +27,16 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
             "student_key", "teacher_data", "_make_teacher", "worst_case_linearisation_error", "_ascend_impl",
             "_ascend_jit", "_ascend", "_edge", "linearisation_gap")),
     ),
+    # the forecasting functions a cell runs (not aggregate_a4, which the judge re-runs on the archive);
+    # model (shared with A1) and indrnn whole
+    "A4": (
+        "ntkrepro.arda2026.model",
+        "ntkrepro.arda2026.indrnn",
+        *(f"ntkrepro.arda2026.forecasting:{f}" for f in (
+            "run_a4_cell", "chunk_seeds", "run_point", "make_task", "lag_series", "lag_windows",
+            "positional_channels", "_gd_recorded", "_train_recorded", "_train_recorded_batched", "block_max_mean",
+            "_rnn_loss", "_tf_gnorm", "_rnn_gnorm")),
+    ),
 }
 
 
@@ -98,7 +108,7 @@ def _singular(key: str) -> str:
     return {"seeds": "seed", "widths": "width"}.get(key, key[:-1] if key.endswith("s") else key)
 
 
-_SHORT = {"seed": ("seed", 2), "width": ("m", 3)}
+_SHORT = {"seed": ("seed", 2), "width": ("m", 3), "chunk": ("chunk", 2)}
 
 
 def cell_name(cell: Mapping[str, Any]) -> str:
@@ -308,6 +318,8 @@ def table_cell(record: Mapping[str, Any] | None) -> str:
     day = (dates[1] or "?")[:10]
     where = f"archived: {'; '.join(record.get('devices') or ['?'])}, {day}, {commits}"
     n = f"{record.get('cells_archived')}/{record.get('cells_planned')} cells"
+    if record.get("scale") not in (None, "paper"):  # e.g. A4: the default run's settings at its power line's seeds
+        n += f" at the {record['scale']} settings"
     if record["state"] == STALE:
         return f"STALE ({len(record.get('cells_stale') or [])} cells computed by older code; not used; {where})"
     if record["state"] == INCOMPLETE:
