@@ -249,12 +249,14 @@ def test_no_archive_no_column():
 def test_committed_archive_cells_are_sealed_in_budget_and_of_the_plan():
     plan = _plan()
     for cid, spec in plan["claims"].items():
-        names = {c["name"] for c in decisive.cells(spec)} if spec["status"] == "run" else set()
+        planned = {c["name"]: c for c in decisive.cells(spec)} if spec["status"] == "run" else {}
         for p in decisive.archived_cells(ROOT / plan["archive"], cid):
             assert p.stat().st_size <= plan["max_file_bytes"], p
-            assert p.stem in names, p
+            assert p.stem in planned, p
             v = decisive.verify_cell(p, cid, max_bytes=plan["max_file_bytes"], code_hash="x")
-            assert v["data"]["params"]["seed"] == int(p.stem[4:6])
+            for k, val in planned[p.stem].items():  # the cell's own values (e.g. seed and width)
+                if k != "name":
+                    assert v["data"]["params"][k] == val, (p, k)
 
 
 def test_decide_dry_run_plans_one_job_per_missing_cell(tmp_path):
