@@ -38,7 +38,7 @@ def test_plan_validates_and_every_claim_says_how_it_is_decided():
     assert {plan["claims"][c]["status"] for c in ("H4", "H6")} == {"gpu_only"}
     a4 = plan["claims"]["A4"]  # the power line's upper end (104-253), at the settings it was measured at
     assert a4["status"] == "run" and len(a4["section"]["seeds"]) >= 253 and a4["scale"] == "default"
-    assert 150 <= plan["claims"]["H5"]["size"]["epochs"] <= 250
+    assert 150 <= plan["claims"]["H5"]["section"]["epochs"] <= 250  # the learning curve's ~150-250 epochs
 
 
 def test_a1_plan_is_the_papers_settings_and_config_paper():
