@@ -112,6 +112,26 @@ def test_h5_stale_and_hand_edited_cells(tiny, tmp_path):
         decisive.judge("H5", spec, arch)
 
 
+def _reseal(p, edit):
+    d = read_json(p)
+    edit(d)
+    del d["provenance"][SEAL_KEY]
+    write_json(p, seal(to_jsonable(d)))
+
+
+@needs_data
+def test_h5_cell_from_another_data_folder_is_accepted_another_archive_is_not(tiny, tmp_path):
+    """A GPU machine keeps the shared data elsewhere: the data section's root is not part of the plan's size,
+    the archive's name and sha256 are."""
+    arch = _copy(tiny[0], tmp_path)
+    p = decisive.cell_path(arch, "H5", "seed01_ln2")
+    _reseal(p, lambda d: d["params"]["data"].update(root="/elsewhere/shared/data"))
+    assert decisive.judge("H5", _spec(), arch)["state"] == decisive.COMPLETE
+    _reseal(p, lambda d: d["params"]["data"].update(sha256="0" * 64))
+    with pytest.raises(decisive.ArchiveError, match="data"):
+        decisive.judge("H5", _spec(), arch)
+
+
 @needs_data
 def test_h5_incomplete_archive_without_the_control_seed_draws_no_verdict(tiny, tmp_path):
     """Three seeds planned, seed 0 (the control's) incomplete: the complete seeds 1, 2 lack the control,

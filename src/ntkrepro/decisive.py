@@ -219,7 +219,8 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
         raise ArchiveError(f"{claim}: archived cells {extra} are not in the plan of config/decisive.yaml "
                            f"({len(planned)} cells): the archive and the plan disagree")
     for c in checked:
-        diff = sorted(k for k in spec["section"] if c["data"]["params"].get(k) != spec["section"][k])
+        diff = sorted(k for k in spec["section"]
+                      if _plan_value(k, c["data"]["params"].get(k)) != _plan_value(k, spec["section"][k]))
         if diff:  # every cell ran at the plan's sizes
             raise ArchiveError(f"{c['path']}: computed with {diff} other than config/decisive.yaml says")
     stale = [Path(c["path"]).stem for c in checked if c["stale"]]
@@ -275,6 +276,15 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
         "reason": evaluation["reason"], f"{key0}s": sorted(full)}
     return {**record, "state": INCOMPLETE, "verdict": ledger.Verdict.INCONCLUSIVE.value, "evaluation": None,
             "partial": partial, "reason": why}
+
+
+def _plan_value(key: str, value: Any) -> Any:
+    """A section value as the plan compares it: the data section's ``root`` is where the machine that
+    computed the cell keeps the shared data (e.g. ``../shared/data`` here, another folder on a GPU machine),
+    not part of the size; the archive itself is named and pinned by its sha256."""
+    if key == "data" and isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k != "root"}
+    return value
 
 
 def _evaluate(claim: str, spec: Mapping[str, Any], paths: list[str], section: Mapping[str, Any]) -> dict[str, Any]:
