@@ -145,3 +145,17 @@ def test_a4_hand_edited_other_size_or_missing_cells(tiny_archive, tmp_path):
     assert rec["state"] == decisive.INCOMPLETE and rec["verdict"] == "inconclusive" and rec["evaluation"] is None
     assert rec["cells_missing"] == ["chunk02"] and rec["groups_complete"] == {"chunk": [1]}
     assert decisive.table_cell(rec).startswith("inconclusive: INCOMPLETE (1/2 cells at the default settings")
+
+
+def test_fill_writes_the_missing_cells_as_decide_does(tiny_archive, tmp_path):
+    """decisive.fill (no Snakemake, no pyyaml: what a GPU call can run) writes sealed cells that the judge
+    accepts, skips archived ones, and its cells equal those of ntkrepro.run (same numbers)."""
+    arch = tmp_path / "archive"
+    spec = _spec()
+    assert decisive.fill("A4", spec, arch, max_cells=1, log=lambda s: None) == [decisive.cell_path(arch, "A4", "chunk01")]
+    assert [p.name for p in decisive.fill("A4", spec, arch, log=lambda s: None)] == ["chunk02.json"]
+    assert decisive.fill("A4", spec, arch) == []  # resumable: nothing left
+    rec = decisive.judge("A4", spec, arch)
+    assert rec["state"] == decisive.COMPLETE
+    assert rec["evaluation"]["measured"] == decisive.judge("A4", spec, tiny_archive)["evaluation"]["measured"]
+    assert sorted(p.name for p in (arch / "A4" / "cells").iterdir()) == ["chunk01.json", "chunk02.json"]

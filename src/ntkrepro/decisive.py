@@ -393,6 +393,37 @@ def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | N
     return problems
 
 
+def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, max_cells: int | None = None,
+         log=print) -> list[Path]:
+    """Compute the missing cells of a ``run`` claim, one after another, each sealed into the archive as
+    ``snakemake decide`` writes it (:func:`ntkrepro.run.execute` of the claim's ``cell_function`` on
+    :func:`cell_params`, config hash = the section's): the same thing without Snakemake or pyyaml, e.g. on a
+    GPU machine given the claim's entry of config/decisive.yaml as a dict. Resumable (an archived cell is
+    skipped); each cell is written to a temporary folder first and moved in when complete. Returns the paths written."""
+    import shutil
+    import tempfile
+
+    from ntkrepro.io import canonical_hash
+    from ntkrepro.run import execute
+
+    written: list[Path] = []
+    for c in cells(spec):
+        out = cell_path(archive, claim, c["name"])
+        if out.exists():
+            continue
+        if max_cells is not None and len(written) >= max_cells:
+            break
+        with tempfile.TemporaryDirectory(prefix=f"decisive-{claim}-") as d:  # outside the archive's cells
+            tmp = Path(d) / out.name
+            res = execute(spec["cell_function"], cell_params(spec, c), tmp, scale="decisive",
+                          config_hash=canonical_hash(spec["section"]))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(tmp), out)
+        written.append(out)
+        log(f"{claim} cell {c['name']}: {res['wall_seconds']:.0f} s wall -> {out}")
+    return written
+
+
 def load_plan(path: str | Path = "config/decisive.yaml") -> dict[str, Any]:
     """The ``decisive`` section of config/decisive.yaml."""
     import yaml
