@@ -27,6 +27,25 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
             "student_key", "teacher_data", "_make_teacher", "worst_case_linearisation_error", "_ascend_impl",
             "_ascend_jit", "_ascend", "_edge", "linearisation_gap")),
     ),
+    # the forecasting functions a cell runs (not aggregate_a4, which the judge re-runs on the archive);
+    # model (shared with A1) and indrnn whole
+    "A4": (
+        "ntkrepro.arda2026.model",
+        "ntkrepro.arda2026.indrnn",
+        *(f"ntkrepro.arda2026.forecasting:{f}" for f in (
+            "run_a4_cell", "chunk_seeds", "run_point", "make_task", "lag_series", "lag_windows",
+            "positional_channels", "_gd_recorded", "_train_recorded", "_train_recorded_batched", "block_max_mean",
+            "_rnn_loss", "_tf_gnorm", "_rnn_gnorm")),
+    ),
+    # a cell's training and its data (the CIFAR-10 reader and split whole), not aggregate_h5
+    "H5": (
+        *(f"ntkrepro.hron2020.finite_nets:{f}" for f in (
+            "run_h5_cell", "h5_cell_runs", "attention_weights", "make_model", "make_trainer", "run_seed",
+            "_run_record")),
+        "ntkrepro.hron2020.cifar10:load_splits",
+        "ntkrepro.hron2020.regime:permuted_labels",
+        "ntkrepro.data.cifar10",
+    ),
 }
 
 
@@ -98,7 +117,7 @@ def _singular(key: str) -> str:
     return {"seeds": "seed", "widths": "width"}.get(key, key[:-1] if key.endswith("s") else key)
 
 
-_SHORT = {"seed": ("seed", 2), "width": ("m", 3)}
+_SHORT = {"seed": ("seed", 2), "width": ("m", 3), "chunk": ("chunk", 2), "ln": ("ln", 1)}
 
 
 def cell_name(cell: Mapping[str, Any]) -> str:
@@ -200,7 +219,8 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
         raise ArchiveError(f"{claim}: archived cells {extra} are not in the plan of config/decisive.yaml "
                            f"({len(planned)} cells): the archive and the plan disagree")
     for c in checked:
-        diff = sorted(k for k in spec["section"] if c["data"]["params"].get(k) != spec["section"][k])
+        diff = sorted(k for k in spec["section"]
+                      if _plan_value(k, c["data"]["params"].get(k)) != _plan_value(k, spec["section"][k]))
         if diff:  # every cell ran at the plan's sizes
             raise ArchiveError(f"{c['path']}: computed with {diff} other than config/decisive.yaml says")
     stale = [Path(c["path"]).stem for c in checked if c["stale"]]
@@ -236,21 +256,35 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
     full = [k for k, cs in by.items() if all(c["name"] in present for c in cs)]
     use = [c["path"] for c in current if c["data"]["params"][key0] in full]
     complete = len(current) == len(planned)
-    evaluation = None
+    evaluation, no_partial = None, ""
     if len(full) >= 2:
-        evaluation = _evaluate(claim, spec, use, {**spec["section"], spec["cell"][0]: sorted(full)})
+        try:
+            evaluation = _evaluate(claim, spec, use, {**spec["section"], spec["cell"][0]: sorted(full)})
+        except (ValueError, KeyError) as err:  # e.g. H5: the control's cells are not among the complete groups
+            if complete:
+                raise
+            no_partial = f"; no partial verdict on the complete {key0}s: {err}"
     record["groups_complete"] = {key0: sorted(full)}
     if complete:
         assert evaluation is not None
         return {**record, "state": COMPLETE, "verdict": evaluation["verdict"], "evaluation": evaluation,
                 "partial": None, "reason": evaluation["reason"]}
     why = (f"{len(current)} of {len(planned)} cells archived ({len(full)} of {len(by)} {key0}s complete): the "
-           "set is incomplete, so no verdict is drawn from it")
+           f"set is incomplete, so no verdict is drawn from it{no_partial}")
     partial = None if evaluation is None else {
         "criterion_verdict": evaluation["verdict"], "headline": ledger._headline(evaluation),
         "reason": evaluation["reason"], f"{key0}s": sorted(full)}
     return {**record, "state": INCOMPLETE, "verdict": ledger.Verdict.INCONCLUSIVE.value, "evaluation": None,
             "partial": partial, "reason": why}
+
+
+def _plan_value(key: str, value: Any) -> Any:
+    """A section value as the plan compares it: the data section's ``root`` is where the machine that
+    computed the cell keeps the shared data (e.g. ``../shared/data`` here, another folder on a GPU machine),
+    not part of the size; the archive itself is named and pinned by its sha256."""
+    if key == "data" and isinstance(value, Mapping):
+        return {k: v for k, v in value.items() if k != "root"}
+    return value
 
 
 def _evaluate(claim: str, spec: Mapping[str, Any], paths: list[str], section: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,6 +342,8 @@ def table_cell(record: Mapping[str, Any] | None) -> str:
     day = (dates[1] or "?")[:10]
     where = f"archived: {'; '.join(record.get('devices') or ['?'])}, {day}, {commits}"
     n = f"{record.get('cells_archived')}/{record.get('cells_planned')} cells"
+    if record.get("scale") not in (None, "paper"):  # e.g. A4: the default run's settings at its power line's seeds
+        n += f" at the {record['scale']} settings"
     if record["state"] == STALE:
         return f"STALE ({len(record.get('cells_stale') or [])} cells computed by older code; not used; {where})"
     if record["state"] == INCOMPLETE:
@@ -355,6 +391,37 @@ def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | N
                 problems.append(f"{cid}: archived cell {cp} is STALE (computed by older code) but the entry "
                                 f"uses it ({rec.get('state')}); rerun snakemake")
     return problems
+
+
+def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, max_cells: int | None = None,
+         log=print) -> list[Path]:
+    """Compute the missing cells of a ``run`` claim, one after another, each sealed into the archive as
+    ``snakemake decide`` writes it (:func:`ntkrepro.run.execute` of the claim's ``cell_function`` on
+    :func:`cell_params`, config hash = the section's): the same thing without Snakemake or pyyaml, e.g. on a
+    GPU machine given the claim's entry of config/decisive.yaml as a dict. Resumable (an archived cell is
+    skipped); each cell is written to a temporary folder first and moved in when complete. Returns the paths written."""
+    import shutil
+    import tempfile
+
+    from ntkrepro.io import canonical_hash
+    from ntkrepro.run import execute
+
+    written: list[Path] = []
+    for c in cells(spec):
+        out = cell_path(archive, claim, c["name"])
+        if out.exists():
+            continue
+        if max_cells is not None and len(written) >= max_cells:
+            break
+        with tempfile.TemporaryDirectory(prefix=f"decisive-{claim}-") as d:  # outside the archive's cells
+            tmp = Path(d) / out.name
+            res = execute(spec["cell_function"], cell_params(spec, c), tmp, scale="decisive",
+                          config_hash=canonical_hash(spec["section"]))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(tmp), out)
+        written.append(out)
+        log(f"{claim} cell {c['name']}: {res['wall_seconds']:.0f} s wall -> {out}")
+    return written
 
 
 def load_plan(path: str | Path = "config/decisive.yaml") -> dict[str, Any]:

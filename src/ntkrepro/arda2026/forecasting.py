@@ -236,6 +236,46 @@ def run_a4_shard(params: dict, ctx) -> dict:
     return {"claim": "A4", "shard": shard, "n_shards": K, "tasks": rows}
 
 
+def chunk_seeds(params: Mapping[str, Any], chunk: int) -> list[int]:
+    """The seeds of decisive-tier cell ``chunk`` (1-based; config/decisive.yaml A4): the ``chunk``-th run of
+    ``seeds_per_cell`` consecutive seeds of ``seeds``; ``chunks`` must be exactly 1..(number of runs)."""
+    seeds = [int(s) for s in params["seeds"]]
+    k = int(params["seeds_per_cell"])
+    if k < 1 or not seeds:
+        raise ValueError("seeds_per_cell must be >= 1 and seeds non-empty")
+    n = -(-len(seeds) // k)
+    if [int(c) for c in params["chunks"]] != list(range(1, n + 1)):
+        raise ValueError(f"chunks must be 1..{n} ({len(seeds)} seeds, {k} per cell), got {params['chunks']}")
+    if not 1 <= int(chunk) <= n:
+        raise ValueError(f"chunk {chunk} is not one of 1..{n}")
+    return seeds[(int(chunk) - 1) * k: int(chunk) * k]
+
+
+def run_a4_cell(params: dict, ctx) -> dict:
+    """A4 decisive-tier cell (ntkrepro.decisive, config/decisive.yaml): the seeds of one ``chunk``
+    (:func:`chunk_seeds`) at every lag, both models, all seeds of a lag in one compiled program per model
+    (:func:`run_point`, batched). The rows are :func:`run_a4_shard`'s (``tasks``: one per lag), so the
+    cells aggregate exactly like the default run's shards (:func:`aggregate_a4`, then A4's current
+    criterion). Records the process CPU seconds per lag beside the wall time (the machine is shared)."""
+    import time
+
+    import jax
+
+    from ntkrepro import decisive
+
+    chunk = int(params["chunk"])
+    seeds = chunk_seeds(params, chunk)
+    seed_map = str(params.get("seed_map", "map" if jax.default_backend() == "cpu" else "vmap"))
+    rows, cpu = [], {}
+    for L in params["L_values"]:
+        t0 = time.process_time()
+        rows.append(run_point(params, int(L), seeds, batched=True, seed_map=seed_map))
+        cpu[str(int(L))] = round(time.process_time() - t0, 2)
+    return {"claim": "A4", "cell": {"chunk": chunk, "seeds": seeds}, "tasks": rows, "seed_map": seed_map,
+            "cpu_seconds_by_L": cpu, "cpu_seconds": round(sum(cpu.values()), 2),
+            "compute_code": decisive.compute_code_hash("A4")}
+
+
 def aggregate_a4(params: dict, ctx) -> dict:
     """A4: per-L summaries, slopes of min validation MSE vs L (linear) and of log grad norms vs L."""
     from ntkrepro.arda2026.scaling import collect, summarise

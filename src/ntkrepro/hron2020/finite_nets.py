@@ -200,3 +200,108 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
                "control_note": f"training labels permuted; {len(ctrl_seeds)} seed(s) per configuration (the real "
                                f"run has {len(seeds)}), same epochs, data and validation images"}
     return {**base, "seeds": seeds, "runs": runs, "controls": {"permuted_labels": control}}
+
+
+# --------------------------------------------------------------------------------------------
+# The decisive tier (issue 29 item 2; ntkrepro.decisive, config/decisive.yaml H5)
+
+def h5_cell_runs(params: dict[str, Any], seed: int, layer_norm: str, ctx: RunContext | None = None
+                 ) -> dict[str, Any]:
+    """Every mechanism at one ``seed`` and one ``layer_norm``, trained ``epochs`` as :func:`run_h5` trains
+    it: the same data split (drawn with the plan's first seed), the same run seeds (:func:`run_seed`), and,
+    when ``seed`` is one of the control seeds (the first ``n_control_runs`` of ``seeds``), its permuted-label
+    control run in the same compiled batch, with run_h5's permutation. Returns ``{"base", "runs",
+    "control_runs"}`` (the base = run_h5's description of the data and sizes). No checkpoints: one call
+    is 3 mechanisms x 1-2 runs (measured ~0.4 CPU-s per run-epoch at the default sizes, so ~6-10 CPU-min
+    at 250 epochs); a cut-off call is rerun whole."""
+    from ntkrepro.hron2020.cifar10 import load_splits
+    from ntkrepro.hron2020.regime import permuted_labels
+
+    seeds = [int(s) for s in params["seeds"]]
+    seed = int(seed)
+    if seed not in seeds:
+        raise ValueError(f"seed {seed} is not one of the plan's seeds {seeds}")
+    if layer_norm not in params["layer_norms"]:
+        raise ValueError(f"LayerNorm {layer_norm!r} is not one of {params['layer_norms']}")
+    n_ctrl = int(params.get("n_control_runs", 1))
+    ctrl = seed in seeds[:n_ctrl]
+    d = load_splits({**params, "seed": seeds[0]}, ctx, need_test=False)  # run_h5's split: the first seed's
+    size = int(params["image_size"])
+    x_train = d["x_train"].reshape(d["x_train"].shape[0], size * size, 3)
+    x_val = d["x_val"].reshape(d["x_val"].shape[0], size * size, 3)
+    model = make_model(seq_len=size * size, d_model=int(params["d_model"]), n_heads=int(params["n_heads"]),
+                       n_pos_emb=int(params["n_pos_emb"]))
+    train = make_trainer(model, x_train, d["y_train"], x_val, epochs=int(params["epochs"]),
+                         batch_size=int(params["batch_size"]), learning_rate=float(params["learning_rate"]),
+                         n_curve_val=params.get("curve_val"))
+    labels = [d["y_train"]] + ([permuted_labels(d["y_train"], CONTROL_SEED_OFFSET + seeds[0])] if ctrl else [])
+    labels = np.stack(labels).astype(np.int32)
+    runs, ctrl_runs = [], []
+    for m in params["mechanisms"]:
+        init = [run_seed(seed, m, layer_norm)] + ([CONTROL_SEED_OFFSET + run_seed(seed, m, layer_norm)] if ctrl else [])
+        logits, losses, preds = train(np.asarray(init, np.uint32), labels, MECHANISMS.index(m),
+                                      LAYER_NORMS.index(layer_norm))
+        logits, losses, preds = np.asarray(logits), np.asarray(losses, np.float64), np.asarray(preds)
+        for i in range(len(init)):
+            rec = _run_record(m, layer_norm, seed, init[i], logits[i], losses[i], preds[i], d["y_val"])
+            (runs if i == 0 else ctrl_runs).append(rec)
+            log.info("H5 cell %s%s / LN %s / seed %d: val acc %.3f, final train loss %.3f",
+                     "[permuted labels] " if i else "", m, layer_norm, seed, rec["val_accuracy"], losses[i][-1])
+    base = {"claim": "H5", "image_size": size, "n_train": int(x_train.shape[0]), "n_val": int(x_val.shape[0]),
+            "epochs": int(params["epochs"]), "mechanisms": list(params["mechanisms"]),
+            "layer_norms": list(params["layer_norms"]), "archive": d["archive"].rsplit("/", 1)[-1],
+            "archive_sha256": d["archive_sha256"], "n_classes": 10,
+            "curve_val": int(min(int(params.get("curve_val") or x_val.shape[0]), x_val.shape[0]))}
+    return {"base": base, "runs": runs, "control_runs": ctrl_runs}
+
+
+def run_h5_cell(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """H5 decisive-tier cell (config/decisive.yaml H5: ``cell: [seeds, lns]``): one ``seed`` at one LayerNorm
+    placement (``ln``, an index into ``layer_norms``), every mechanism (:func:`h5_cell_runs`), with the
+    process CPU seconds beside the wall time. Also the unit a GPU call reuses: ``ntkrepro.run.execute(
+    "ntkrepro.hron2020.finite_nets:run_h5_cell", decisive.cell_params(spec, cell), <archive cell path>,
+    scale="decisive")`` for each ``cell`` of ``decisive.cells(spec)`` writes the same sealed cells."""
+    import time
+
+    from ntkrepro import decisive
+
+    seed, ln = int(params["seed"]), int(params["ln"])
+    if not 0 <= ln < len(params["layer_norms"]):
+        raise ValueError(f"ln {ln} is not an index into layer_norms {params['layer_norms']}")
+    t0 = time.process_time()
+    out = h5_cell_runs(params, seed, params["layer_norms"][ln], ctx)
+    return {"claim": "H5", "cell": {"seed": seed, "ln": ln, "layer_norm": params["layer_norms"][ln]}, **out,
+            "cpu_seconds": round(time.process_time() - t0, 2), "compute_code": decisive.compute_code_hash("H5")}
+
+
+def aggregate_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """The cells (``shard_files``) assembled into :func:`run_h5`'s results layout (runs in run_h5's order:
+    mechanism, LayerNorm, seed; the permuted-label control from the control seeds' cells), for H5's
+    criterion (:func:`ntkrepro.hron2020.claims.evaluate_h5`). Every cell must describe the same data and
+    sizes, and every (mechanism, LayerNorm, seed) run must be present exactly once."""
+    from ntkrepro.io import read_json
+
+    cells = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
+    if not cells:
+        raise ValueError("no H5 cells")
+    base = cells[0]["base"]
+    for c in cells[1:]:
+        if c["base"] != base:
+            raise ValueError("H5 cells describe different data or sizes: "
+                             f"{sorted(k for k in base if c['base'].get(k) != base[k])}")
+    order = {(m, ln): (i, j) for i, m in enumerate(base["mechanisms"]) for j, ln in enumerate(base["layer_norms"])}
+    key = lambda r: (*order[(r["mechanism"], r["layer_norm"])], int(r["seed"]))  # noqa: E731
+    runs = sorted((r for c in cells for r in c["runs"]), key=key)
+    ctrl_runs = sorted((r for c in cells for r in c["control_runs"]), key=key)
+    seeds = sorted({int(r["seed"]) for r in runs})
+    want = sorted((i, j, s) for (i, j) in order.values() for s in seeds)
+    if [key(r) for r in runs] != want:
+        raise ValueError(f"H5 cells do not hold every (mechanism, LayerNorm) run of seeds {seeds} exactly once")
+    out = {**base, "seeds": seeds, "runs": runs}
+    ctrl_seeds = sorted({int(r["seed"]) for r in ctrl_runs})
+    if ctrl_runs:
+        out["controls"] = {"permuted_labels": {
+            **base, "seeds": ctrl_seeds, "runs": ctrl_runs,
+            "control_note": f"training labels permuted; {len(ctrl_seeds)} seed(s) per configuration (the real "
+                            f"run has {len(seeds)}), same epochs, data and validation images"}}
+    return out
