@@ -84,10 +84,14 @@ def _replicates_cell(entry: Mapping[str, Any]) -> str:
 
 def decisive_short(cell: str) -> str:
     """The short form of a decisive-tier cell (:func:`ntkrepro.decisive.table_cell`): the state or
-    verdict, the date and the commit (device and numbers are in the report under the claim)."""
+    verdict, the settings when they are not the paper's (e.g. A4's 256 seeds at the default settings),
+    the date and the commit (device and numbers are in the report under the claim)."""
     if not cell or cell == "-":
         return "-"
     head = cell.split(" (", 1)[0]
+    at = re.search(r" at the (\w+) settings", cell)  # a decisive run not at the paper's settings says so
+    if at:
+        head += f" [{at.group(1)} settings]"
     m = re.search(r"archived: .*?, (\d{4}-\d\d-\d\d|\?), ([0-9a-f,]+( dirty)?)\)", cell)
     return head if not m else f"{head} ({m.group(1)}, {m.group(2)})"
 
