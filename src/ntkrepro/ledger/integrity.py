@@ -8,7 +8,7 @@ check the entry's own fields; :func:`check` runs them over the DAG's claims.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,15 @@ _CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_s
 
 def _same(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _broken_link(path: Path, sha: str, missing: str, changed: Callable[[str], str]) -> str | None:
+    """One link of the hash chain: ``missing`` if ``path`` is no file, ``changed(<its sha256>)`` if its
+    content hash (:func:`ntkrepro.io.content_sha256`) is not the recorded ``sha``, else None."""
+    if not path.is_file():
+        return missing
+    got = content_sha256(path)
+    return None if got == sha else changed(got)
 
 
 def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
@@ -45,12 +54,12 @@ def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
         return [f"{cid}: the entry records no evaluation_sha256 (written before the hash chain, or by hand): "
                 "delete it and rerun snakemake"]
     ev_path = claims_dir / "evaluations" / f"{cid}.json"
-    if not ev_path.is_file():
-        return [f"{cid}: its evaluation {ev_path} is missing"]
-    got = content_sha256(ev_path)
-    if got != want:
-        return [f"{cid}: {ev_path} has sha256 {got[:12]}..., the entry recorded {want[:12]}...: the evaluation "
-                "changed after the entry was written (edited by hand?); delete both and rerun snakemake"]
+    broken = _broken_link(ev_path, want, f"{cid}: its evaluation {ev_path} is missing",
+                          lambda got: f"{cid}: {ev_path} has sha256 {got[:12]}..., the entry recorded {want[:12]}...: "
+                          "the evaluation changed after the entry was written (edited by hand?); delete both and "
+                          "rerun snakemake")
+    if broken:
+        return [broken]
     try:
         ev = read_ledger_file(ev_path, "evaluation")
     except LedgerFileError as err:
@@ -64,12 +73,11 @@ def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
         return [f"{cid}: {ev_path} records no results_sha256 (written before the hash chain): delete it and rerun"]
     for rel, sha in hashes.items():
         p = root / rel
-        if not p.is_file():
-            return [f"{cid}: results file {p} (recorded by {ev_path}) is missing"]
-        got = content_sha256(p)
-        if got != sha:
-            return [f"{cid}: results file {p} has sha256 {got[:12]}..., its evaluation recorded {sha[:12]}...: "
-                    "it changed after the verdict was computed; rerun snakemake"]
+        broken = _broken_link(p, sha, f"{cid}: results file {p} (recorded by {ev_path}) is missing",
+                              lambda got: f"{cid}: results file {p} has sha256 {got[:12]}..., its evaluation recorded "
+                              f"{sha[:12]}...: it changed after the verdict was computed; rerun snakemake")
+        if broken:
+            return [broken]
         try:
             load_results([p])  # sealed and intact (an unsealed results file is refused too)
         except (TamperedFileError, LedgerFileError) as err:
@@ -83,10 +91,11 @@ def check_chain(claims_dir: Path, e: Mapping[str, Any]) -> list[str]:
                     "numbers (edited by hand?); delete the entry and rerun snakemake"]
     for rel, sha in (e.get("replicate_entries_sha256") or {}).items():
         p = root / rel
-        if not p.is_file():
-            return [f"{cid}: replicate entry {p} is missing"]
-        if content_sha256(p) != sha:
-            return [f"{cid}: replicate entry {p} changed after the headline entry was written; rerun snakemake"]
+        broken = _broken_link(p, sha, f"{cid}: replicate entry {p} is missing",
+                              lambda got: f"{cid}: replicate entry {p} changed after the headline entry was written; "
+                              "rerun snakemake")
+        if broken:
+            return [broken]
         try:
             rep = read_ledger_file(p, "replicate entry")
             problems = check_chain(p.parent, rep)
