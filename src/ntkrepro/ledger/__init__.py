@@ -30,7 +30,8 @@ module                                      concern
                                             :class:`ControlSpec`), read and checked from
                                             ``<paper>/claims.toml`` (:func:`load_claim_spec`)
 :mod:`ntkrepro.ledger.registry`             the criterion and control registries (:func:`register`,
-                                            :func:`register_control`, :func:`get_claim`) and how
+                                            :func:`register_control`,
+                                            :func:`register_stored_control`, :func:`get_claim`) and how
                                             criteria read results (:func:`one_result`,
                                             :func:`stored_control`)
 :mod:`ntkrepro.ledger.rules`                the verdict rules: :func:`decide`, :func:`verdict_of`,
@@ -62,7 +63,7 @@ from ntkrepro.ledger.specs import (  # noqa: F401  (_amendment, _claim_spec: tes
     _claim_spec, load_claim_spec, preregistration)
 from ntkrepro.ledger.registry import (  # noqa: F401  (the registries: one object each, shared)
     _CONTROLS, _REGISTRY, ControlFn, control_function, get_claim, one_result, register, register_control,
-    registered_claims, stored_control)
+    register_stored_control, registered_claims, stored_control)
 from ntkrepro.ledger.rules import (NAN_NOT_EVIDENCE, UNINFORMATIVE, apply_control_rule, apply_nan_rule, decide,
                                    nan_paths, sign_status, verdict_of)
 from ntkrepro.ledger.files import (ClaimLookupError, LedgerFileError, file_hashes, load_results, read_ledger_file,
@@ -84,7 +85,7 @@ __all__ = [
     "Verdict", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec", "ClaimSpec",
     "PREREGISTRATION_FILE", "preregistration", "load_claim_spec",
     # registry
-    "register", "ControlFn", "register_control", "stored_control", "control_function",
+    "register", "ControlFn", "register_control", "register_stored_control", "stored_control", "control_function",
     "get_claim", "registered_claims", "one_result",
     # rules
     "decide", "sign_status", "verdict_of", "nan_paths", "NAN_NOT_EVIDENCE", "apply_nan_rule", "UNINFORMATIVE",

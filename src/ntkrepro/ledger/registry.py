@@ -1,7 +1,8 @@
 """The criterion and control registries: which function judges each claim, which produces each control.
 
 A paper's ``claims`` module registers its criteria (:func:`register`) and its negative controls
-(:func:`register_control`) at import; :func:`get_claim` imports the module of a claim's paper on demand. The two
+(:func:`register_control`, or :func:`register_stored_control` for a control the compute rule stored
+beside the real run) at import; :func:`get_claim` imports the module of a claim's paper on demand. The two
 registries (``_REGISTRY``, ``_CONTROLS``) are module-level dicts, one object each for the whole process
 (:mod:`ntkrepro.ledger` re-exports these same objects). :func:`stored_control` and :func:`one_result` are
 how criteria and controls read a claim's results.
@@ -62,10 +63,11 @@ def register_control(claim_id: str, name: str) -> Callable[[ControlFn], ControlF
     return deco
 
 
-def stored_control(results: Results, name: str) -> dict[str, Any]:
+def stored_control(results: Results, name: str, *, keep_params: bool = False) -> dict[str, Any]:
     """The control's results as stored by the compute rule: every results file that holds
-    ``controls[name]`` is replaced by that payload (provenance kept), the others pass unchanged.
-    A clear error if no results file stores the control."""
+    ``controls[name]`` is replaced by that payload (provenance kept; with ``keep_params``, the file's
+    ``params`` too, where the payload has none: the bootstrap sizes and seeds a criterion reads there),
+    the others pass unchanged. A clear error if no results file stores the control."""
     out: dict[str, Any] = {}
     found = False
     for stem, r in results.items():
@@ -75,10 +77,26 @@ def stored_control(results: Results, name: str) -> dict[str, Any]:
         else:
             found = True
             out[stem] = {**ctrl, "provenance": r.get("provenance")}
+            if keep_params and "params" in r and "params" not in ctrl:
+                out[stem]["params"] = r["params"]
     if not found:
         raise KeyError(f"no results file stores control {name!r} (results: {sorted(results)}); rerun the "
                        "claim's compute rule with the current code")
     return out
+
+
+def register_stored_control(claim_id: str, name: str, *, keep_params: bool = False) -> ControlFn:
+    """Register, as negative control ``name`` of ``claim_id``, the results its compute rule stored beside the
+    real run (:func:`stored_control`, with ``keep_params`` as given); returns the control function. One line
+    per control in a paper's ``claims`` module in place of a function whose body only calls
+    :func:`stored_control`."""
+    def control(results: Results) -> Results:
+        return stored_control(results, name, keep_params=keep_params)
+
+    control.__name__ = control.__qualname__ = f"stored_control_{claim_id.lower()}_{name}"
+    control.__doc__ = (f"Negative control {name!r} of claim {claim_id}: the results its compute rule stored "
+                       f"(:func:`stored_control`{', params kept' if keep_params else ''}).")
+    return register_control(claim_id, name)(control)
 
 
 def control_function(claim_id: str, name: str) -> ControlFn:
