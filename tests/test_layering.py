@@ -107,13 +107,19 @@ def test_shared_modules_import_no_paper(path):
     assert not bad, f"{path.relative_to(SRC)} imports paper package(s) {bad}"
 
 
-def test_the_scan_sees_function_local_and_relative_imports(tmp_path, monkeypatch):
-    pkg = tmp_path / "ntkrepro" / "kernels"
-    pkg.mkdir(parents=True)
-    f = pkg / "probe.py"
-    f.write_text("import os\n\ndef g():\n    from ntkrepro.hron2020.cifar10 import build_model\n"
-                 "    from ..arda2026 import model\n    import ntkrepro.hazelden2026.benchmark as b\n")
+def _probe(tmp_path: Path, monkeypatch, rel: str, source: str) -> Path:
+    """A module ``rel`` (under ``ntkrepro/``) with ``source`` in a scratch source tree that the scans read."""
+    f = tmp_path / "ntkrepro" / rel
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(source)
     monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    return f
+
+
+def test_the_scan_sees_function_local_and_relative_imports(tmp_path, monkeypatch):
+    f = _probe(tmp_path, monkeypatch, "kernels/probe.py",
+               "import os\n\ndef g():\n    from ntkrepro.hron2020.cifar10 import build_model\n"
+               "    from ..arda2026 import model\n    import ntkrepro.hazelden2026.benchmark as b\n")
     got = {m for m in imported_modules(f) if _is_paper(m)}
     assert {"ntkrepro.hron2020.cifar10", "ntkrepro.arda2026", "ntkrepro.hazelden2026.benchmark"} <= got
 
@@ -127,14 +133,11 @@ def test_bottom_layer_imports_nothing_above_it(path):
 def test_the_scan_sees_an_import_back_up_the_layers(tmp_path, monkeypatch):
     """The arrow issue 31 removed (provenance -> kernels, inside a function) is caught; imports
     inside the bottom layer are not."""
-    pkg = tmp_path / "ntkrepro"
-    pkg.mkdir()
-    f = pkg / "provenance.py"
-    f.write_text("from ntkrepro.io import sha256_file\nfrom . import stats\nimport ntkrepro.precision\n\n"
-                 "def device_info():\n    from ntkrepro.kernels.numerics import MATMUL_PRECISION\n"
-                 "    from .ledger import load\n    import importlib\n"
-                 "    importlib.import_module('ntkrepro.data.cifar10')\n")
-    monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    f = _probe(tmp_path, monkeypatch, "provenance.py",
+               "from ntkrepro.io import sha256_file\nfrom . import stats\nimport ntkrepro.precision\n\n"
+               "def device_info():\n    from ntkrepro.kernels.numerics import MATMUL_PRECISION\n"
+               "    from .ledger import load\n    import importlib\n"
+               "    importlib.import_module('ntkrepro.data.cifar10')\n")
     assert upward_imports(f) == ["ntkrepro.data.cifar10", "ntkrepro.kernels.numerics",
                                  "ntkrepro.kernels.numerics.MATMUL_PRECISION", "ntkrepro.ledger",
                                  "ntkrepro.ledger.load"]
@@ -205,12 +208,9 @@ def test_each_ledger_module_imports_only_the_ones_above_it(name):
 
 
 def test_the_order_scan_sees_an_import_down_the_ledger(tmp_path, monkeypatch):
-    pkg = tmp_path / "ntkrepro" / "ledger"
-    pkg.mkdir(parents=True)
-    f = pkg / "rules.py"
-    f.write_text("from ntkrepro.ledger.specs import Verdict\nfrom .tables import _headline\n\n"
-                 "def g():\n    from ntkrepro import ledger\n    import ntkrepro.ledger.cli\n")
-    monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    f = _probe(tmp_path, monkeypatch, "ledger/rules.py",
+               "from ntkrepro.ledger.specs import Verdict\nfrom .tables import _headline\n\n"
+               "def g():\n    from ntkrepro import ledger\n    import ntkrepro.ledger.cli\n")
     assert ledger_imports_out_of_order(f) == ["ntkrepro.ledger", "ntkrepro.ledger.cli", "ntkrepro.ledger.tables",
                                               "ntkrepro.ledger.tables._headline"]
 
