@@ -409,3 +409,32 @@ def test_every_preregistered_claim_has_a_registered_control():
             except KeyError as err:
                 missing.append(str(err))
     assert not missing, "\n".join(missing)
+
+
+# ---- issue 31 item 2: the stored-control registration folded into the ledger ----------------------------
+def test_stored_control_keeps_params_only_when_asked_and_never_over_the_payloads():
+    res = {"F98_x": {"params": {"n_boot": 7}, "provenance": {"commit": "x"},
+                     "controls": {"null": {"effect": -1.0}, "own": {"effect": 2.0, "params": {"n_boot": 3}}}},
+           "F98_y": {"params": {"n_boot": 9}, "other": 1}}
+    plain = ledger.stored_control(res, "null")
+    assert plain["F98_x"] == {"effect": -1.0, "provenance": {"commit": "x"}}
+    assert plain["F98_y"] is res["F98_y"]  # a file without the control passes unchanged
+    kept = ledger.stored_control(res, "null", keep_params=True)
+    assert kept["F98_x"] == {"effect": -1.0, "provenance": {"commit": "x"}, "params": {"n_boot": 7}}
+    assert kept["F98_y"] is res["F98_y"]
+    assert ledger.stored_control(res, "own", keep_params=True)["F98_x"]["params"] == {"n_boot": 3}
+
+
+def test_register_stored_control_registers_one_function_per_control(clean_f98):
+    res = {"F98_x": {"params": {"p": 1}, "provenance": None, "controls": {"null": {"effect": -1.0}}}}
+    plain = ledger.register_stored_control("F98", "null")
+    kept = ledger.register_stored_control("F98", "kept", keep_params=True)
+    assert ledger._CONTROLS[("F98", "null")] is plain and ledger._CONTROLS[("F98", "kept")] is kept
+    assert plain(res) == {"F98_x": {"effect": -1.0, "provenance": None}}
+    with pytest.raises(KeyError, match="no results file stores control 'kept'"):
+        kept(res)
+    res["F98_x"]["controls"]["kept"] = {"effect": 0.5}
+    assert kept(res)["F98_x"] == {"effect": 0.5, "provenance": None, "params": {"p": 1}}
+    assert plain.__name__ == "stored_control_f98_null" and "'null'" in plain.__doc__
+    with pytest.raises(ValueError, match="registered twice"):
+        ledger.register_stored_control("F98", "null")  # a second function for the same control

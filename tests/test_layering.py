@@ -8,6 +8,11 @@
   nothing above it: only other bottom modules (and the bare ``ntkrepro`` package). E.g. provenance
   records the fast kernels' matmul precision from the neutral ``ntkrepro.precision``, not from
   ``ntkrepro.kernels``.
+* The ledger is a package of one concern per module (issue 31 item 1): no module of
+  ``ntkrepro.ledger`` is over :data:`MAX_LEDGER_LINES` lines, each imports only the ledger modules
+  above it in :data:`LEDGER_ORDER` (no cycle), the package docstring (the map) names every module,
+  and every name other code imported from the single ``ledger.py`` is still importable from
+  ``ntkrepro.ledger`` (the registries as the one shared object).
 
 A static scan of every import statement (``import a.b``, ``from a import b``, relative imports
 resolved, ``importlib.import_module("...")`` with a literal name), at module level or inside a
@@ -102,13 +107,19 @@ def test_shared_modules_import_no_paper(path):
     assert not bad, f"{path.relative_to(SRC)} imports paper package(s) {bad}"
 
 
-def test_the_scan_sees_function_local_and_relative_imports(tmp_path, monkeypatch):
-    pkg = tmp_path / "ntkrepro" / "kernels"
-    pkg.mkdir(parents=True)
-    f = pkg / "probe.py"
-    f.write_text("import os\n\ndef g():\n    from ntkrepro.hron2020.cifar10 import build_model\n"
-                 "    from ..arda2026 import model\n    import ntkrepro.hazelden2026.benchmark as b\n")
+def _probe(tmp_path: Path, monkeypatch, rel: str, source: str) -> Path:
+    """A module ``rel`` (under ``ntkrepro/``) with ``source`` in a scratch source tree that the scans read."""
+    f = tmp_path / "ntkrepro" / rel
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(source)
     monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    return f
+
+
+def test_the_scan_sees_function_local_and_relative_imports(tmp_path, monkeypatch):
+    f = _probe(tmp_path, monkeypatch, "kernels/probe.py",
+               "import os\n\ndef g():\n    from ntkrepro.hron2020.cifar10 import build_model\n"
+               "    from ..arda2026 import model\n    import ntkrepro.hazelden2026.benchmark as b\n")
     got = {m for m in imported_modules(f) if _is_paper(m)}
     assert {"ntkrepro.hron2020.cifar10", "ntkrepro.arda2026", "ntkrepro.hazelden2026.benchmark"} <= got
 
@@ -122,14 +133,11 @@ def test_bottom_layer_imports_nothing_above_it(path):
 def test_the_scan_sees_an_import_back_up_the_layers(tmp_path, monkeypatch):
     """The arrow issue 31 removed (provenance -> kernels, inside a function) is caught; imports
     inside the bottom layer are not."""
-    pkg = tmp_path / "ntkrepro"
-    pkg.mkdir()
-    f = pkg / "provenance.py"
-    f.write_text("from ntkrepro.io import sha256_file\nfrom . import stats\nimport ntkrepro.precision\n\n"
-                 "def device_info():\n    from ntkrepro.kernels.numerics import MATMUL_PRECISION\n"
-                 "    from .ledger import load\n    import importlib\n"
-                 "    importlib.import_module('ntkrepro.data.cifar10')\n")
-    monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
+    f = _probe(tmp_path, monkeypatch, "provenance.py",
+               "from ntkrepro.io import sha256_file\nfrom . import stats\nimport ntkrepro.precision\n\n"
+               "def device_info():\n    from ntkrepro.kernels.numerics import MATMUL_PRECISION\n"
+               "    from .ledger import load\n    import importlib\n"
+               "    importlib.import_module('ntkrepro.data.cifar10')\n")
     assert upward_imports(f) == ["ntkrepro.data.cifar10", "ntkrepro.kernels.numerics",
                                  "ntkrepro.kernels.numerics.MATMUL_PRECISION", "ntkrepro.ledger",
                                  "ntkrepro.ledger.load"]
@@ -169,3 +177,84 @@ def test_the_kernel_fingerprint_covers_the_matmul_precision():
 
     files = provenance.package_files(provenance.DEFAULT_KERNEL_MODULES)
     assert Path(ntkrepro.precision.__file__).resolve() in {Path(f).resolve() for f in files.values()}
+
+
+# ---- issue 31 item 1: the ledger as a package, one concern per module ------------------------------
+#: The ledger's modules, lowest first: each may import only those before it.
+LEDGER_ORDER = ("specs", "registry", "rules", "files", "tables", "evaluate", "entries", "integrity", "cli")
+MAX_LEDGER_LINES = 600
+LEDGER = SRC / "ntkrepro" / "ledger"
+
+
+def test_the_ledger_is_a_package_of_small_modules():
+    files = sorted(LEDGER.glob("*.py"))
+    assert {f.stem for f in files} == {*LEDGER_ORDER, "__init__", "__main__"}
+    long = {f.name: n for f in files if (n := len(f.read_text().splitlines())) > MAX_LEDGER_LINES}
+    assert not long, f"ntkrepro.ledger modules over {MAX_LEDGER_LINES} lines: {long}"
+
+
+def ledger_imports_out_of_order(path: Path) -> list[str]:
+    """The ``ntkrepro.ledger`` modules that ledger module ``path`` imports but that are not above it in
+    :data:`LEDGER_ORDER`: itself, a later module, or the package (whose ``__init__`` imports them all)."""
+    above = set(LEDGER_ORDER[:LEDGER_ORDER.index(path.stem)])
+    return sorted(m for m in imported_modules(path)
+                  if m == "ntkrepro.ledger" or (m.startswith("ntkrepro.ledger.") and m.split(".")[2] not in above))
+
+
+@pytest.mark.parametrize("name", LEDGER_ORDER)
+def test_each_ledger_module_imports_only_the_ones_above_it(name):
+    bad = ledger_imports_out_of_order(LEDGER / f"{name}.py")
+    assert not bad, f"ntkrepro/ledger/{name}.py imports {bad}, not above it in {LEDGER_ORDER}"
+
+
+def test_the_order_scan_sees_an_import_down_the_ledger(tmp_path, monkeypatch):
+    f = _probe(tmp_path, monkeypatch, "ledger/rules.py",
+               "from ntkrepro.ledger.specs import Verdict\nfrom .tables import _headline\n\n"
+               "def g():\n    from ntkrepro import ledger\n    import ntkrepro.ledger.cli\n")
+    assert ledger_imports_out_of_order(f) == ["ntkrepro.ledger", "ntkrepro.ledger.cli", "ntkrepro.ledger.tables",
+                                              "ntkrepro.ledger.tables._headline"]
+
+
+def test_the_package_docstring_is_the_map():
+    import ntkrepro.ledger
+
+    doc = ntkrepro.ledger.__doc__
+    missing = [m for m in LEDGER_ORDER if f":mod:`ntkrepro.ledger.{m}`" not in doc]
+    assert not missing, f"the ntkrepro.ledger docstring does not map {missing}"
+    listed = [doc.index(f":mod:`ntkrepro.ledger.{m}`") for m in LEDGER_ORDER]
+    assert listed == sorted(listed), "the map lists the modules in another order than LEDGER_ORDER"
+
+
+#: Every name other code, tests, workflow and docs used from the single module ``ledger.py`` (before issue 31).
+LEDGER_NAMES = (
+    "Amendment", "CLAIM_MODULES", "ClaimLookupError", "ClaimSpec", "ControlFn", "ControlSpec", "Correction",
+    "EVALUATE_SCALES", "Evaluation", "Interval", "LedgerFileError", "NAN_NOT_EVIDENCE", "PAPERS",
+    "PREREGISTRATION_FILE", "Paper", "PowerLine", "Results", "SCALES", "Status", "UNINFORMATIVE", "Verdict",
+    "_CONTROLS", "_REGISTRY", "_amendment", "_claim_spec", "_control_short", "_decisive_short", "_headline",
+    "_stable_short", "_tex_escape", "apply_control_rule", "apply_nan_rule", "archives_read", "attach_decisive",
+    "attach_replicates", "check", "check_chain", "check_controls", "check_decisive", "check_replicates",
+    "control_function", "control_text", "decide", "decisive_text", "details_path", "entry_from_evaluation",
+    "evaluate_control", "file_hashes", "get_claim", "load_claim_spec", "load_results", "main", "make_entry",
+    "make_evaluation", "nan_paths", "one_result", "preregistration", "read_ledger_file", "register",
+    "register_control", "registered_claims", "replicate_summary", "results_root", "sign_status", "stability_text",
+    "stored_control", "table_rows", "verdict_of", "write_table",
+)
+
+
+def test_the_public_names_are_unchanged_and_the_registries_are_one_object():
+    import ntkrepro.ledger as ledger
+    from ntkrepro.ledger import registry
+
+    missing = [n for n in LEDGER_NAMES if not hasattr(ledger, n)]
+    assert not missing, f"ntkrepro.ledger lost {missing}"
+    assert ledger._REGISTRY is registry._REGISTRY and ledger._CONTROLS is registry._CONTROLS
+    assert ledger.get_claim("H1") is registry._REGISTRY["H1"]
+
+
+def test_python_m_ntkrepro_ledger_runs_the_cli(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ntkrepro.ledger", "check", "--claims-dir", str(tmp_path)],
+                         capture_output=True, text=True, env={**__import__("os").environ, "PYTHONPATH": str(SRC)})
+    assert out.returncode == 1 and f"no claims index at {tmp_path / 'index.json'}" in out.stderr, out

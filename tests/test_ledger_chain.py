@@ -92,6 +92,26 @@ def test_edited_results_file_is_found_and_refused_by_evaluate(tmp_path, f97, cap
     assert "F97_x.json: its content changed" in capsys.readouterr().err
 
 
+def test_each_link_of_the_chain_names_its_file_missing_or_changed(tmp_path, f97, capsys):
+    """The three links (evaluation, results file, replicate entry) each say which file is missing or changed
+    (issue 31 folded their three copies of the check into one helper; the messages are the same)."""
+    p = _pipeline(tmp_path, capsys)
+    claims, e = p["claims"], read_json(p["entry"])
+    assert ledger.check_chain(claims, e) == []
+    rep = tmp_path / "replicates" / "r1" / "claims" / "F97.json"
+    with_rep = {**e, "replicate_entries_sha256": {"replicates/r1/claims/F97.json": "0" * 64}}
+    assert ledger.check_chain(claims, with_rep) == [f"F97: replicate entry {rep} is missing"]
+    write_json(rep, {"id": "F97"})
+    assert ledger.check_chain(claims, with_rep) == [
+        f"F97: replicate entry {rep} changed after the headline entry was written; rerun snakemake"]
+    p["results"].rename(p["results"].with_suffix(".bak"))
+    assert ledger.check_chain(claims, e) == [
+        f"F97: results file {p['results']} (recorded by {p['evaluation']}) is missing"]
+    p["results"].with_suffix(".bak").rename(p["results"])
+    p["evaluation"].unlink()
+    assert ledger.check_chain(claims, e) == [f"F97: its evaluation {p['evaluation']} is missing"]
+
+
 def test_run_seals_what_it_writes(tmp_path, monkeypatch):
     from ntkrepro import run
     from ntkrepro.io import check_seal

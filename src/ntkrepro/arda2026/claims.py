@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register, register_control,
-                             stored_control, verdict_of)
+                             register_stored_control, verdict_of)
 from ntkrepro.stats import Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
 
 PAPER = "arda2026"
@@ -78,16 +78,6 @@ def _fmt(iv: Interval) -> str:
     return f"{iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
 
 
-def _stored(results: Results, name: str) -> dict[str, Any]:
-    """:func:`ntkrepro.ledger.stored_control` with the run's ``params`` carried over (the compute rule
-    stores the control's payload beside the results; the criteria read the sizes from ``params``)."""
-    out = stored_control(results, name)
-    for stem, r in out.items():
-        if "params" not in r and isinstance(results[stem], Mapping) and "params" in results[stem]:
-            out[stem] = {**r, "params": results[stem]["params"]}
-    return out
-
-
 # ------------------------------------------------------------------------------------------ A1
 A1_MARGIN = (-0.65, -0.35)
 A1_METRICS = ("min_train_loss", "approx_error", "lin_error")
@@ -137,11 +127,9 @@ def evaluate_a1(results: Results, scale: str) -> Evaluation:
     return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts)
 
 
-@register_control("A1", "width_fixed")
-def control_a1_width_fixed(results: Results) -> Results:
-    """The smallest-width model at every width column (its own init and draws per column), computed by
-    :func:`ntkrepro.arda2026.scaling.run_a1_width_fixed` beside the real run."""
-    return _stored(results, "width_fixed")
+# The smallest-width model at every width column (its own init and draws per column), computed by
+# :func:`ntkrepro.arda2026.scaling.run_a1_width_fixed` beside the real run.
+control_a1_width_fixed = register_stored_control("A1", "width_fixed", keep_params=True)
 
 
 # ------------------------------------------------------------------------------------------ A2
@@ -193,11 +181,9 @@ def evaluate_a2(results: Results, scale: str) -> Evaluation:
                       parts=parts)
 
 
-@register_control("A2", "power_growth")
-def control_a2_power_growth(results: Results) -> Results:
-    """The measured errors rescaled per n so that m*(n) grows like n^0.4
-    (:func:`ntkrepro.arda2026.scaling.power_growth_errors`, computed in the aggregation)."""
-    return _stored(results, "power_growth")
+# The measured errors rescaled per n so that m*(n) grows like n^0.4
+# (:func:`ntkrepro.arda2026.scaling.power_growth_errors`, computed in the aggregation).
+control_a2_power_growth = register_stored_control("A2", "power_growth", keep_params=True)
 
 
 # ------------------------------------------------------------------------------------------ A3
@@ -279,10 +265,8 @@ def evaluate_a3(results: Results, scale: str) -> Evaluation:
                       parts=parts)
 
 
-@register_control("A3", "untrained")
-def control_a3_untrained(results: Results) -> Results:
-    """Every unit's loss before training (:func:`ntkrepro.arda2026.scaling.untrained_rows`)."""
-    return _stored(results, "untrained")
+# Every unit's loss before training (:func:`ntkrepro.arda2026.scaling.untrained_rows`).
+control_a3_untrained = register_stored_control("A3", "untrained", keep_params=True)
 
 
 # ------------------------------------------------------------------------------------------ A4
@@ -374,8 +358,6 @@ def evaluate_a5(results: Results, scale: str) -> Evaluation:
                       parts=parts)
 
 
-@register_control("A5", "attention_frozen")
-def control_a5_attention_frozen(results: Results) -> Results:
-    """The NTK of the model with W = 0 and frozen, on the same inputs and initialisations
-    (:func:`ntkrepro.arda2026.ntk_share.frozen_attention_parts`)."""
-    return _stored(results, "attention_frozen")
+# The NTK of the model with W = 0 and frozen, on the same inputs and initialisations
+# (:func:`ntkrepro.arda2026.ntk_share.frozen_attention_parts`).
+control_a5_attention_frozen = register_stored_control("A5", "attention_frozen", keep_params=True)

