@@ -38,6 +38,9 @@ def test_params_snapshot_is_the_config():
     snap = json.loads(gpu_run.PARAMS_SNAPSHOT.read_text())
     assert snap == {"H4": cfg["hron2020"]["H4"], "H5": cfg["hron2020"]["H5"], "H6": cfg["hron2020"]["H6"],
                     "data": cfg["data"], "A1": paper["arda2026"]["A1"], "teacher": paper["arda2026"]["teacher"]}
+    # and config/decisive.yaml's plan, whose A1 / H5 cells the device computes
+    plan = yaml.safe_load((ROOT / "config" / "decisive.yaml").read_text())["decisive"]
+    assert json.loads(gpu_run.DECISIVE_SNAPSHOT.read_text()) == plan == gpu_run.decisive_plan()
 
 
 def test_tiers_are_the_declared_sizes_and_the_plan_runs_h4_smallest_first():
@@ -54,17 +57,82 @@ def test_tiers_are_the_declared_sizes_and_the_plan_runs_h4_smallest_first():
         h4 = [t for c, t in plan if c == "H4"]
         tiers = gpu_run.TIERS if "t1000" in h4 else gpu_run.SMOKE_TIERS
         assert h4 == sorted(h4, key=lambda t: tiers[t]["n_train"]) and plan[0] == ("H4", h4[0])
-    # H5 at the epochs its learning curve names; A1 at the paper's settings
+    # H5 and A1: the decisive plan's cells, unchanged (H5 at 250 epochs, A1 at the paper's settings)
     sec = gpu_run.config_sections()
-    h5 = gpu_run.h5_params(sec, gpu_run.H5_TIERS["h5_e200"], DATA)
-    assert 150 <= h5["epochs"] <= 250 and len(h5["seeds"]) >= 5
+    plan = gpu_run.decisive_plan()
+    from ntkrepro import decisive
+
+    h5_spec = gpu_run.decisive_spec(plan, gpu_run.H5_TIERS["h5_decisive"])
+    assert h5_spec == plan["claims"]["H5"] and h5_spec["section"]["epochs"] == 250
+    assert len(decisive.cells(h5_spec)) == 15 and len(h5_spec["section"]["seeds"]) >= 5
+    a1_spec = gpu_run.decisive_spec(plan, gpu_run.A1_TIERS["a1_decisive"])
+    assert a1_spec == plan["claims"]["A1"] and len(decisive.cells(a1_spec)) == 60
+    # the device's data folder replaces only the data's root (judge compares everything else)
+    dev = gpu_run.device_section(h5_spec, Path("/dev-data"))
+    assert dev["data"] == {**h5_spec["section"]["data"], "root": "/dev-data"}
+    assert {k: v for k, v in dev.items() if k != "data"} == {k: v for k, v in h5_spec["section"].items() if k != "data"}
     # H6 at >= 800 test reviews of length >= 128 (issue 11), after every H4 tier, from the prepared inputs
     h6 = gpu_run.h6_params(sec, gpu_run.H6_TIERS["h6_t800"], DATA, Path("/tmp/x"))
     assert h6["n_test"] >= 800 and h6["seq_len"] >= 128 and gpu_run.PLANS["gpu"][-1] == ("H6", "h6_t800")
     assert all(h6[k] % h6["block_size"] == 0 for k in ("n_train", "n_valid", "n_test"))
-    a1 = gpu_run.a1_params(sec, gpu_run.A1_TIERS["a1_paper"])
+    a1 = a1_spec["section"]
     assert (a1["d"], a1["T"], a1["n"], a1["widths"], len(a1["seeds"]), a1["steps"], a1["step_size_coef"],
             a1["rho"]) == (8, 16, 5000, [8, 16, 32, 64, 128, 256], 10, 4000, 1.75, 3.0)
+    # the smoke tiers: the same entries with CPU-sized sections, 2 cells each
+    for tiers, claim in ((gpu_run.SMOKE_H5_TIERS, "H5"), (gpu_run.SMOKE_A1_TIERS, "A1")):
+        (tier,) = tiers.values()
+        spec = gpu_run.decisive_spec(plan, tier)
+        assert tier["claim"] == claim and len(decisive.cells(spec)) == 2
+        assert spec["cell_function"] == plan["claims"][claim]["cell_function"]
+
+
+def test_archived_cells_are_skipped_and_each_cell_is_predicted(tmp_path):
+    """The cells already in the archive are not run; the tier's prediction counts exactly the cells it
+    will run: A1 a teacher per seed (cached), steps at the cell's width and at the smallest (its
+    width_fixed column), one compilation per width; H5 the cell's batch (2 runs on the control seed)."""
+    from ntkrepro import decisive
+
+    plan = gpu_run.decisive_plan()
+    spec = gpu_run.decisive_spec(plan, gpu_run.A1_TIERS["a1_decisive"])
+    archive = tmp_path / "archive" / "decisive"
+    for name in ("seed01_m008", "seed01_m016"):
+        decisive.cell_path(archive, "A1", name).parent.mkdir(parents=True, exist_ok=True)
+        decisive.cell_path(archive, "A1", name).write_text("{}")
+    todo, have = gpu_run.pending_cells("A1", spec, archive)
+    assert have == ["seed01_m008", "seed01_m016"] and len(todo) == 58 and todo[0]["name"] == "seed01_m032"
+    assert gpu_run.pending_cells("A1", spec, None)[1] == []
+    cal = {"teacher_s": 10.0, "step_s": {8: 0.001, 256: 0.003}, "ascent_step_s": {8: 0.01, 256: 0.03},
+           "compile_s": {8: 2.0, 256: 4.0}}
+    cells = gpu_run.predict_a1_cells(spec["section"], todo[:5], cal)  # seed01 m032..m256, seed02 m008
+    c32 = cells["seed01_m032"]
+    assert c32["teacher"] == 10.0 and c32["compile"] == pytest.approx(2.0 + (2.0 + 2.0 * 24 / 248))
+    assert c32["train"] == pytest.approx(4000 * (0.001 + 24 / 248 * 0.002 + 0.001))
+    assert c32["ascent"] == pytest.approx(50 * (0.01 + 24 / 248 * 0.02 + 0.01))
+    assert cells["seed01_m064"]["teacher"] == 0.0 and cells["seed02_m008"]["teacher"] == 10.0
+    assert cells["seed02_m008"]["compile"] == 0.0 and cells["seed01_m256"]["compile"] == pytest.approx(4.0)
+    pred = gpu_run.tier_prediction(cells, have)
+    assert pred["total"] == pytest.approx(sum(v["total"] for v in cells.values())) and pred["n_cells"] == 5
+    assert pred["first_cell"] == c32["total"] and pred["archived_before"] == have
+    h5 = gpu_run.decisive_spec(plan, gpu_run.H5_TIERS["h5_decisive"])
+    h5_cells = decisive.cells(h5)
+    hc = gpu_run.predict_h5_cells(h5["section"], h5_cells, {"load_s": 1.0, "compile_s": {"1": 5.0, "2": 6.0},
+                                                             "epoch_s": {"1": 0.1, "2": 0.15}})
+    assert hc["seed00_ln0"]["total"] == pytest.approx(1.0 + 6.0 + 3 * 250 * 0.15)  # seed 0: + the control run
+    assert hc["seed01_ln2"]["total"] == pytest.approx(1.0 + 5.0 + 3 * 250 * 0.1)
+
+
+def test_a_cell_needs_its_commit_declared_where_the_copy_has_no_git(monkeypatch):
+    from ntkrepro import provenance
+
+    monkeypatch.setattr(provenance, "git_state", lambda root=None: {"commit": None, "dirty": None})
+    monkeypatch.delenv("NTKREPRO_GIT_COMMIT", raising=False)
+    assert "NTKREPRO_GIT_COMMIT" in gpu_run.provenance_commit()
+    monkeypatch.setenv("NTKREPRO_GIT_COMMIT", "not-a-sha")
+    assert "NTKREPRO_GIT_COMMIT" in gpu_run.provenance_commit()
+    monkeypatch.setenv("NTKREPRO_GIT_COMMIT", "ab" * 20)
+    monkeypatch.setenv("NTKREPRO_GIT_DIRTY", "1")
+    assert gpu_run.provenance_commit() is None
+    assert provenance.git_state() == {"commit": "ab" * 20, "dirty": True, "declared": True}
 
 
 def test_count_h4_counts_every_regression_of_both_runs():
@@ -197,6 +265,83 @@ def _members(archive: Path) -> set[str]:
         return set(tf.getnames())
 
 
+def _install_and_verify(tarballs, repo: Path, plan: dict) -> list[str]:
+    """What docs/gpu.md says to do after a call, in a scratch repository ``repo``: unpack each tier's
+    archive/decisive/... into it without overwriting a cell already there, then `python -m ntkrepro.decisive
+    verify` (pinned environment) or its per-cell check (``decisive.verify_cell``: sealed, in budget, of the
+    claim, with provenance, not STALE) where pyyaml is missing. Returns the verify lines."""
+    from ntkrepro import decisive
+
+    repo.mkdir(parents=True, exist_ok=True)
+    for tb in tarballs:
+        subprocess.run(["tar", "-xzf", str(tb), "--skip-old-files", "archive"], cwd=repo, check=True)
+    lines = []
+    for claim, spec in plan["claims"].items():
+        for p in decisive.archived_cells(repo / plan["archive"], claim):
+            r = decisive.verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))
+            assert not r["stale"], p
+            # judge's check: every cell ran at the plan's sizes (the data's root aside)
+            assert all(decisive._plan_value(k, r["data"]["params"].get(k)) == decisive._plan_value(k, v)
+                       for k, v in spec["section"].items()), p
+            lines.append(f"{p.relative_to(repo)}: ok")
+    if importlib.util.find_spec("yaml") is not None:
+        import yaml
+
+        (repo / "plan.yaml").write_text(yaml.safe_dump({"decisive": plan}))
+        v = subprocess.run([sys.executable, "-m", "ntkrepro.decisive", "verify", "--plan", "plan.yaml"], cwd=repo,
+                           capture_output=True, text=True, env=_env(), timeout=600)
+        assert v.returncode == 0, v.stderr[-3000:]
+        assert sorted(v.stdout.split("\n")[:-1]) == sorted(lines)
+    return lines
+
+
+def _smoke_plan(*tiers) -> dict:
+    plan = gpu_run.decisive_plan()
+    claims = {t["claim"]: gpu_run.decisive_spec(plan, t) for t in tiers}
+    return {**plan, "claims": claims}
+
+
+@pytest.mark.skipif(not HAVE_DATA, reason="no shared CIFAR-10 subset")
+def test_decisive_cells_at_the_smoke_tier_come_back_sealed_verify_and_archived_ones_are_skipped(tmp_path):
+    """H5's smoke cells (a tiny decisive spec, 2 cells): the first computed by one call into its tier's
+    tarball, installed into a scratch repository's archive; a second call skips it and computes the other;
+    both installed, `decisive verify` passes. A cell whose prediction does not fit the time left is not run."""
+    pytest.importorskip("flax")
+    pytest.importorskip("optax")
+    tier = gpu_run.SMOKE_H5_TIERS["h5_smoke"]
+    plan = _smoke_plan(tier)
+    spec = plan["claims"]["H5"]
+    repo = tmp_path / "repo"
+    archive = repo / plan["archive"]
+    sec = gpu_run.device_section(spec, DATA)
+    tarballs = []
+    for call in range(2):
+        todo, have = gpu_run.pending_cells("H5", spec, archive)
+        assert [c["name"] for c in todo] == ["seed00_ln0", "seed01_ln0"][call:] and len(have) == call
+        cal = {"load_s": 1.0, "compile_s": {"1": 1.0, "2": 1.0}, "epoch_s": {"1": 0.1, "2": 0.1}}
+        pred = gpu_run.tier_prediction(gpu_run.predict_h5_cells(sec, todo, cal), have)
+        stage, tb = tmp_path / f"stage{call}", tmp_path / f"out{call}" / "h5_smoke.tar.gz"
+        stage.mkdir()
+        tb.parent.mkdir()
+        rec = gpu_run._run_cells_tier("h5_smoke", "H5", spec, sec, todo[:1], pred, stage, tb, plan["archive"],
+                                      lambda: 1e9)
+        assert list(rec["cells"]) == [todo[0]["name"]] and rec["archived_before"] == have
+        assert _members(tb) == {f"archive/decisive/H5/cells/{todo[0]['name']}.json", "h5_smoke_throughput.json"}
+        assert gpu_run.check_outputs(tb.parent) == []
+        tarballs.append(tb)
+        _install_and_verify([tb], repo, plan)
+    lines = _install_and_verify(tarballs, repo, plan)  # again: nothing overwritten, still verified
+    assert lines == ["archive/decisive/H5/cells/seed00_ln0.json: ok", "archive/decisive/H5/cells/seed01_ln0.json: ok"]
+    # no time left: no cell runs, each is recorded as left
+    todo = gpu_run.pending_cells("H5", spec, None)[0]
+    pred = gpu_run.tier_prediction(gpu_run.predict_h5_cells(sec, todo, cal), [])
+    (tmp_path / "stage9").mkdir()
+    rec = gpu_run._run_cells_tier("h5_smoke", "H5", spec, sec, todo, pred, tmp_path / "stage9",
+                                  tmp_path / "h5_none.tar.gz", plan["archive"], lambda: 0.0)
+    assert rec["cells"] == {} and set(rec["cells_left"]) == {"seed00_ln0", "seed01_ln0"}
+    assert not (tmp_path / "h5_none.tar.gz").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_DATA, reason="no shared CIFAR-10 subset")
 def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_ledger_judges_it(tmp_path):
@@ -232,17 +377,25 @@ def test_the_whole_call_runs_at_the_smoke_tiers_writes_what_comes_back_and_the_l
         assert tr["clock"] == "cpu" and tr["measured_s"] <= tr["cpu_s"]
         assert 0.67 <= tr["measured_over_predicted_realised"] <= 1.5, (t, tr["measured_s"], tr["predicted_realised_s"])
     assert rec["matmul_precision"] == rec["numerics"]["matmul_precision"] == "highest"
-    if importlib.util.find_spec("torch") is not None:  # the device has torch; .venv-jax-current has not
-        assert rec["tiers"]["a1_smoke"]["status"] == "done"
-        assert "arda2026/A1_width_scaling.json" in _members(out / "a1_smoke.tar.gz")
-    else:
-        assert rec["tiers"]["a1_smoke"]["status"] == "skipped" and "torch" in rec["tiers"]["a1_smoke"]["why"]
-    h5 = rec["tiers"]["h5_smoke"]
-    try:
-        import flax  # noqa: F401
-        assert h5["status"] == "done" and "hron2020/H5_finite_attention.json" in _members(out / "h5_smoke.tar.gz")
-    except ImportError:
-        assert h5["status"] == "skipped" and "flax" in h5["why"]
+    # A1 and H5: the decisive cells of the tiny smoke specs, sealed inside the tier's tarball
+    decisive_tarballs = []
+    for t, claim, names, need in (("a1_smoke", "A1", ["seed01_m004", "seed01_m008"], "torch"),
+                                  ("h5_smoke", "H5", ["seed00_ln0", "seed01_ln0"], "flax")):
+        tr = rec["tiers"][t]
+        if importlib.util.find_spec(need) is None:  # the device has both; .venv-jax-current has neither
+            assert tr["status"] == "skipped" and need in tr["why"], tr
+            continue
+        assert tr["status"] == "done" and list(tr["cells"]) == names and tr["cells_left"] == {}, tr
+        assert rec["decisive"][t] == {"claim": claim, "cells_to_run": names, "archive_skipped": None}
+        assert rec["predicted_s"][t] == pytest.approx(sum(rec["predicted_parts_s"][t]["cells"].values()))
+        assert _members(out / f"{t}.tar.gz") == {f"archive/decisive/{claim}/cells/{n}.json" for n in names} | {
+            f"{t}_throughput.json"}
+        decisive_tarballs.append(out / f"{t}.tar.gz")
+    if decisive_tarballs:  # installed into a scratch repository's archive, `decisive verify` passes
+        repo = tmp_path / "repo"
+        lines = _install_and_verify(decisive_tarballs, repo,
+                                    _smoke_plan(gpu_run.SMOKE_A1_TIERS["a1_smoke"], gpu_run.SMOKE_H5_TIERS["h5_smoke"]))
+        assert len(lines) == 2 * len(decisive_tarballs)
     h6 = rec["tiers"]["h6_smoke"]
     if root != DATA:
         assert h6["status"] == "done" and h6["glove"]["source"] == "zip", h6

@@ -1,4 +1,4 @@
-r"""The prepared one-GPU call: H4 in size tiers, H5 at its named epochs, A1 at the paper's settings, H6 from
+r"""The prepared one-GPU call: H4 in size tiers, H5's and A1's decisive cells (config/decisive.yaml), H6 from
 inputs prepared on the CPU -- each tier written as it finishes (issues 24, 30).
 
 Usage (from the repository root; the data in ``../shared/data`` or, on the device, the folder
@@ -11,10 +11,13 @@ tqdm, pandas or snakemake)::
 (``workflow/scripts/gpu_h4.sh`` wraps it as one device call: caches in a temporary folder.)
 
 1. **Plan** (:data:`PLANS`, declared before any run), in this order: H4 at 1,000 images (``t1000``),
-   H5 (every mechanism x LayerNorm x 5 seeds + the permuted-label control, trained 200 epochs: the
-   epochs its learning curve names, ~150-250), A1 at the paper's settings (config/paper.yaml: d=8,
-   T=16, n=5000, widths 8..256, 10 seeds, 4000 steps, step 1.75/sqrt(4000), rho=3, both teachers,
-   the ``width_fixed`` control), then H4 at 2,000 and 5,000 images. The H4 tiers are config/default.yaml's
+   H5's decisive cells (``h5_decisive``: config/decisive.yaml's H5, 250 epochs, one cell = one seed at one
+   LayerNorm placement, every mechanism, the permuted-label control on the first seed), A1's decisive
+   cells (``a1_decisive``: config/decisive.yaml's A1 at the paper's settings, d=8, T=16, n=5000, 4000
+   steps, one cell = one seed at one width with its ``width_fixed`` column) -- the cells not yet in the
+   repository's ``archive/decisive`` (:func:`pending_cells`; the plan read from
+   :data:`DECISIVE_SNAPSHOT`), each sealed as ``ntkrepro.decisive.fill`` seals it -- then H4 at 2,000
+   and 5,000 images. The H4 tiers are config/default.yaml's
    H4 (:data:`PARAMS_SNAPSHOT`) at the tier's sizes: the official training set's class-balanced
    train + validation split, 4:1, and 2,000 test images, 8x8, every family and depth, kernel blocks
    of 200 x 200, regressions on the default JAX device (``regression_backend: jax``,
@@ -31,10 +34,10 @@ tqdm, pandas or snakemake)::
    on the full kernel a single fit, a bootstrap chunk and a learning-curve batch; a bootstrap chunk on
    a half-size kernel), each compiled, then timed (median of 3): a call's fixed cost, the time per
    draw at three sizes, and one new shape's compile time (the median of every probe's first call
-   minus its timed call); for H5 one epoch of its trainer (compile, then timed); for A1 one teacher
-   and, at the smallest and largest width, a few projected-GD steps and worst-case-search steps
-   (compile, then timed).
-3. **Prediction** (:func:`count_h4`, :func:`predict_h4`, :func:`predict_h5`, :func:`predict_a1`): every
+   minus its timed call); for H5 one epoch of a fresh trainer per batch of runs a cell trains (compile,
+   then timed); for A1 one teacher and, at the smallest and largest width, a few projected-GD steps
+   and worst-case-search steps (compile, then timed).
+3. **Prediction** (:func:`count_h4`, :func:`predict_h4`, :func:`predict_h5_cells`, :func:`predict_a1_cells`): every
    computation the tier performs is counted -- for H4 the kernel blocks (train and validation
    kernels of every model, the test kernels of the selected depths: an upper bound before the run,
    the realised depths after it), each fresh kernel function's first calls, every
@@ -47,8 +50,10 @@ tqdm, pandas or snakemake)::
    (:data:`ntkrepro.kernels.device_regression.TALLY`). Measured on the CPU at the two smoke tiers
    (``workflow/scripts/profile_h4_predictor.py`` times each part against its prediction).
 4. **Run**: each tier in plan order if its prediction fits the budget left (else recorded as
-   ``skipped`` with its prediction); the first H4 tier always runs. Each finished tier is written at
-   once as one archive ``<out>/<tier>.tar.gz`` (its results in the Snakemake layout and its own
+   ``skipped`` with its prediction); the first H4 tier always runs; a decisive tier starts when its first
+   cell fits and runs each cell only if that cell's prediction fits. Each finished tier is written at
+   once as one archive ``<out>/<tier>.tar.gz`` (its results in the Snakemake layout -- a decisive tier's:
+   ``archive/decisive/<ID>/cells/<cell>.json``, rewritten after every cell -- and its own
    throughput record), and ``<out>/gpu_run.json`` (plan, calibration, predictions, every finished
    tier's measured time, rates, device and precision) is rewritten after the calibration and after
    every tier: a call cut off by its time limit returns the calibration and every finished tier.
@@ -61,6 +66,11 @@ Judge on the CPU side (unpack, then the claims' own criteria in the pinned envir
     PYTHONPATH=src .venv/bin/python -m ntkrepro.ledger evaluate H4 \
         --results results-gpu/t5000/hron2020/H4_cifar10_kernels.json --scale gpu \
         --out results-gpu/t5000/claims/H4_evaluation.json
+
+Install a decisive tier's cells (never overwriting an archived one), then verify (docs/gpu.md)::
+
+    tar -xzf results-gpu/a1_decisive.tar.gz --skip-old-files archive
+    PYTHONPATH=src .venv/bin/python -m ntkrepro.decisive verify
 
 No criterion is applied here.
 """
@@ -92,8 +102,8 @@ REPO = Path(__file__).resolve().parents[3]
 #: ``arda2026: A1:`` and ``teacher:``, as JSON (the GPU machine has no pyyaml). Regenerate:
 #: ``python -m ntkrepro.hron2020.gpu_run --write-params-snapshot``.
 PARAMS_SNAPSHOT = REPO / "config" / "gpu_h4_default.json"
-COMPUTE = {"H4": "ntkrepro.hron2020.cifar10:run_h4", "H5": "ntkrepro.hron2020.finite_nets:run_h5",
-           "A1": "ntkrepro.arda2026.scaling:run_a1_shard", "H6": "ntkrepro.hron2020.imdb:run_h6"}
+COMPUTE = {"H4": "ntkrepro.hron2020.cifar10:run_h4", "H5": "ntkrepro.hron2020.finite_nets:run_h5_cell",
+           "A1": "ntkrepro.arda2026.scaling:run_a1_cell", "H6": "ntkrepro.hron2020.imdb:run_h6"}
 RESULTS = {"H4": "hron2020/H4_cifar10_kernels.json", "H5": "hron2020/H5_finite_attention.json",
            "A1": "arda2026/A1_width_scaling.json", "H6": "hron2020/H6_imdb.json"}
 
@@ -103,10 +113,15 @@ TIERS: dict[str, dict[str, Any]] = {
     "t2000": {"n_train": 1600, "n_val": 400, "n_test": 2000, "block_size": 200},
     "t5000": {"n_train": 4000, "n_val": 1000, "n_test": 2000, "block_size": 200},
 }
-#: H5 on the device: config/default.yaml's H5 trained for the epochs its learning curve names.
-H5_TIERS: dict[str, dict[str, Any]] = {"h5_e200": {"epochs": 200}}
-#: A1 on the device: config/paper.yaml's A1 and teacher, unchanged (the paper's settings).
-A1_TIERS: dict[str, dict[str, Any]] = {"a1_paper": {}}
+#: config/decisive.yaml's ``decisive`` section as JSON (the GPU machine has no pyyaml), written beside
+#: :data:`PARAMS_SNAPSHOT` by ``--write-params-snapshot``.
+DECISIVE_SNAPSHOT = REPO / "config" / "gpu_decisive_plan.json"
+#: H5 and A1 on the device: the DECISIVE CELLS of config/decisive.yaml's H5 (250 epochs, seed x LayerNorm)
+#: and A1 (the paper's settings, seed x width) entries, unchanged -- each cell sealed as the archive wants it
+#: (``ntkrepro.decisive.fill``'s ``execute`` of the entry's ``cell_function`` on ``decisive.cell_params``), the
+#: cells already in the repository's archive skipped. ``section``: overrides of the entry's section (smoke only).
+H5_TIERS: dict[str, dict[str, Any]] = {"h5_decisive": {"claim": "H5"}}
+A1_TIERS: dict[str, dict[str, Any]] = {"a1_decisive": {"claim": "A1"}}
 #: H6 on the device: config/default.yaml's H6 (length 128, every family and depth) at 800 / 200 / 800
 #: reviews (issue 11 asks >= 800 test reviews at length >= 128; default runs 160 / 40 / 240), from the
 #: prepared inputs (:mod:`ntkrepro.hron2020.device_inputs`: GloVe cut to the IMDb subset's words).
@@ -118,19 +133,20 @@ SMOKE_TIERS: dict[str, dict[str, Any]] = {
     "cpu100": {"n_train": 80, "n_val": 20, "n_test": 60, "block_size": 20, "depths": [1], "image_size": 4},
     "cpu200": {"n_train": 160, "n_val": 40, "n_test": 60, "block_size": 20, "depths": [1], "image_size": 4},
 }
-SMOKE_H5_TIERS: dict[str, dict[str, Any]] = {"h5_smoke": {
+#: Tiny decisive specs (config/decisive.yaml's entries with a CPU-sized section): 2 cells each.
+SMOKE_H5_TIERS: dict[str, dict[str, Any]] = {"h5_smoke": {"claim": "H5", "section": {
     "image_size": 4, "n_train": 100, "n_val": 50, "d_model": 8, "n_heads": 2, "n_pos_emb": 4, "epochs": 3,
-    "batch_size": 50, "seeds": [0, 1], "curve_val": 20}}
+    "batch_size": 50, "seeds": [0, 1], "curve_val": 20, "lns": [0]}}}
 SMOKE_H6_TIERS: dict[str, dict[str, Any]] = {"h6_smoke": {
     "seq_len": 16, "n_train": 40, "n_valid": 20, "n_test": 40, "fcn_depths": [1], "cnn_depths": [1],
     "attention_layers": [1], "diag_reg_grid": [1.0e-4, 1.0e-2, 1.0], "block_size": 20,
     "pad_check": {"n_reviews": 2, "extra": 8}, "n_boot": 200}}
-SMOKE_A1_TIERS: dict[str, dict[str, Any]] = {"a1_smoke": {
-    "n": 40, "widths": [4, 8], "seeds": [1, 2], "steps": 20, "lin_search_steps": 3, "n_boot": 200,
-    "teacher": {"n_mc": 64}}}
+SMOKE_A1_TIERS: dict[str, dict[str, Any]] = {"a1_smoke": {"claim": "A1", "section": {
+    "n": 40, "widths": [4, 8], "seeds": [1], "steps": 20, "lin_search_steps": 3, "n_boot": 200,
+    "teacher": {"n_mc": 64}}}}
 #: Plan order: (claim, tier).
 PLANS: dict[str, list[tuple[str, str]]] = {
-    "gpu": [("H4", "t1000"), ("H5", "h5_e200"), ("A1", "a1_paper"), ("H4", "t2000"), ("H4", "t5000"),
+    "gpu": [("H4", "t1000"), ("H5", "h5_decisive"), ("A1", "a1_decisive"), ("H4", "t2000"), ("H4", "t5000"),
             ("H6", "h6_t800")],
     "smoke": [("H4", "cpu100"), ("H5", "h5_smoke"), ("A1", "a1_smoke"), ("H4", "cpu200"), ("H6", "h6_smoke")],
     "smoke-h4": [("H4", "cpu100"), ("H4", "cpu200")],
@@ -179,11 +195,6 @@ def h4_params(sections: Mapping[str, Any], tier: Mapping[str, Any], out: Path, d
     return p
 
 
-def h5_params(sections: Mapping[str, Any], tier: Mapping[str, Any], data_root: Path) -> dict[str, Any]:
-    """H5's params as the Snakemake rule builds them, with ``tier``'s overrides."""
-    return {**dict(sections["H5"]), **dict(tier), "data": {"root": str(data_root), **dict(sections["data"]["cifar10"])}}
-
-
 def h6_params(sections: Mapping[str, Any], tier: Mapping[str, Any], data_root: Path, cache: Path) -> dict[str, Any]:
     """H6's params as the Snakemake rule builds them (``H6_PARAMS``), with ``tier``'s overrides, the
     IMDb archive in ``data_root`` and the GloVe vectors prepared there
@@ -198,16 +209,51 @@ def h6_params(sections: Mapping[str, Any], tier: Mapping[str, Any], data_root: P
     return p
 
 
-def a1_params(sections: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
-    """A1's section with the teacher (``ntkrepro.arda2026.sweeps.section``), ``tier``'s overrides, one
-    shard per task (each written as it finishes)."""
-    sec = {**dict(sections["A1"]), **{k: v for k, v in dict(tier).items() if k != "teacher"}}
-    sec["teacher"] = {**dict(sections["teacher"]), **dict(tier.get("teacher", {}))}
-    sec["seeds_per_job"] = 1
-    from ntkrepro.arda2026 import scaling
+def decisive_plan() -> dict[str, Any]:
+    """config/decisive.yaml's ``decisive`` section (pyyaml if installed, else :data:`DECISIVE_SNAPSHOT`)."""
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        return json.loads(DECISIVE_SNAPSHOT.read_text())
+    from ntkrepro import decisive
 
-    sec["jobs"] = len(scaling.tasks(sec, "A1"))
+    return decisive.load_plan(REPO / "config" / "decisive.yaml")
+
+
+def decisive_spec(plan: Mapping[str, Any], tier: Mapping[str, Any]) -> dict[str, Any]:
+    """The tier's claim entry of the decisive plan; ``tier["section"]`` overrides its section (the smoke
+    tiers' CPU-sized cells; nested ``teacher`` / ``data`` merged). The GPU tiers override nothing."""
+    spec = dict(plan["claims"][tier["claim"]])
+    if spec.get("status") != "run":
+        raise ValueError(f"{tier['claim']}: status {spec.get('status')!r} in the decisive plan, not 'run'")
+    sec = dict(spec["section"])
+    for k, v in dict(tier.get("section") or {}).items():
+        sec[k] = {**dict(sec.get(k) or {}), **v} if isinstance(v, Mapping) else v
+    spec["section"] = sec
+    return spec
+
+
+def device_section(spec: Mapping[str, Any], data_root: Path) -> dict[str, Any]:
+    """The section a cell runs with here: the plan's, the data's ``root`` set to ``data_root`` (where this
+    machine keeps the data; ``decisive.judge`` does not compare it, the archive is pinned by its sha256)."""
+    sec = dict(spec["section"])
+    if isinstance(sec.get("data"), Mapping):
+        sec["data"] = {**dict(sec["data"]), "root": str(data_root)}
     return sec
+
+
+def pending_cells(claim: str, spec: Mapping[str, Any], archive: Path | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(to run, already archived)``: the plan's cells (``decisive.cells``, in its order) without those
+    whose file exists under ``archive`` (the repository's ``archive/decisive``; None: nothing archived)."""
+    from ntkrepro import decisive
+
+    todo, have = [], []
+    for c in decisive.cells(spec):
+        if archive is not None and decisive.cell_path(archive, claim, c["name"]).exists():
+            have.append(c["name"])
+        else:
+            todo.append(c)
+    return todo, have
 
 
 def _models(params: Mapping[str, Any]) -> list[tuple[str, int]]:
@@ -476,13 +522,25 @@ def chunker(cal: Mapping[str, Any]) -> Callable[[int, int, int], int] | None:
     return lambda m, n_k, n_s: reg.chunk(m, n_k, n_s, 10)
 
 
-def predict_h5(params: Mapping[str, Any], cal: Mapping[str, Any]) -> dict[str, float]:
-    """Predicted seconds of ``run_h5``: data, one compilation, epochs x configurations x the timed epoch."""
-    n_cfg = len(params["mechanisms"]) * len(params["layer_norms"])
-    parts = {"load_data": cal["load_s"], "compile": max(cal["first_s"] - cal["epoch_s"], 0.0),
-             "train": n_cfg * int(params["epochs"]) * cal["epoch_s"]}
-    parts["total"] = sum(parts.values())
-    return parts
+def h5_cell_batch(section: Mapping[str, Any], seed: int) -> int:
+    """Runs trained together in one H5 cell (``finite_nets.h5_cell_runs``): the real run, plus the
+    permuted-label control run on the control seeds (the first ``n_control_runs`` of ``seeds``)."""
+    ctrl = [int(v) for v in section["seeds"]][: int(section.get("n_control_runs", 1))]
+    return 2 if int(seed) in ctrl else 1
+
+
+def predict_h5_cells(section: Mapping[str, Any], cells: Sequence[Mapping[str, Any]],
+                     cal: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Predicted seconds of each H5 cell (``run_h5_cell``): its data loading, its trainer's compilation (a
+    fresh jitted trainer per cell), and mechanisms x epochs x the timed epoch at the cell's batch of runs."""
+    out = {}
+    for c in cells:
+        b = str(h5_cell_batch(section, c["seed"]))
+        parts = {"load_data": cal["load_s"], "compile": cal["compile_s"][b],
+                 "train": len(section["mechanisms"]) * int(section["epochs"]) * cal["epoch_s"][b]}
+        parts["total"] = sum(parts.values())
+        out[c["name"]] = parts
+    return out
 
 
 def _interp_m(m: float, pts: Mapping[int, float]) -> float:
@@ -493,33 +551,40 @@ def _interp_m(m: float, pts: Mapping[int, float]) -> float:
     return pts[lo] + (pts[hi] - pts[lo]) * (m - lo) / (hi - lo)
 
 
-def predict_a1(sec: Mapping[str, Any], cal: Mapping[str, Any]) -> dict[str, float]:
-    """Predicted seconds of A1's shards: per (teacher kind, seed) one teacher, per width ``steps``
-    projected-GD steps; for the verdict's teacher also ``lin_search_steps`` worst-case steps per width
-    and the ``width_fixed`` control (the smallest width at every column); one compilation per width
-    (per step count) and process. Step times interpolated linearly in the width between the probes."""
-    from ntkrepro.arda2026 import scaling
-
-    head = sec["teacher"]["kind"]
-    steps, lin = int(sec["steps"]), int(sec["lin_search_steps"])
-    widths = [int(m) for m in sec["widths"]]
-    m0 = min(widths)
+def predict_a1_cells(section: Mapping[str, Any], cells: Sequence[Mapping[str, Any]], cal: Mapping[str, Any],
+                     compiled: set[int] | None = None) -> dict[str, dict[str, float]]:
+    """Predicted seconds of each A1 cell (``run_a1_cell``, in the order given): the teacher of its seed
+    (built once per seed and process: cached), ``steps`` projected-GD steps and ``lin_search_steps``
+    worst-case steps at its width and the same at the smallest width (its ``width_fixed`` control column),
+    and one compilation per width and process (``compiled``: widths compiled before). Step times
+    interpolated linearly in the width between the calibration's probes."""
+    steps, lin = int(section["steps"]), int(section["lin_search_steps"])
+    m0 = min(int(m) for m in section["widths"])
     ts = {int(k): v for k, v in cal["step_s"].items()}
     ta = {int(k): v for k, v in cal["ascent_step_s"].items()}
     tc = {int(k): v for k, v in cal["compile_s"].items()}
-    teachers = train = ascent = 0.0
-    for t in scaling.tasks(sec, "A1"):
-        for _ in t["seeds"]:
-            teachers += cal["teacher_s"]
-            train += sum(steps * _interp_m(m, ts) for m in widths)
-            if t["kind"] == head:
-                ascent += sum(lin * _interp_m(m, ta) for m in widths)
-                train += len(widths) * steps * _interp_m(m0, ts)
-                ascent += len(widths) * lin * _interp_m(m0, ta)
-    parts = {"teachers": teachers, "train": train, "ascent": ascent,
-             "compile": sum(_interp_m(m, tc) for m in widths), "aggregate": cal.get("aggregate_s", 1.0)}
-    parts["total"] = sum(parts.values())
-    return parts
+    seen, done = set(), set(compiled or ())
+    out = {}
+    for c in cells:
+        m, seed = int(c["width"]), int(c["seed"])
+        parts = {"teacher": 0.0 if seed in seen else cal["teacher_s"],
+                 "train": steps * (_interp_m(m, ts) + _interp_m(m0, ts)),
+                 "ascent": lin * (_interp_m(m, ta) + _interp_m(m0, ta)),
+                 "compile": sum(_interp_m(w, tc) for w in {m, m0} - done)}
+        parts["total"] = sum(parts.values())
+        seen.add(seed)
+        done |= {m, m0}
+        out[c["name"]] = parts
+    return out
+
+
+def tier_prediction(cells: Mapping[str, Mapping[str, float]], archived: Sequence[str]) -> dict[str, Any]:
+    """A decisive tier's prediction: the sum over the cells it will run, each cell's, the first's (the
+    tier starts when its first cell fits the time left; each cell is checked again before it runs)."""
+    per = {k: v["total"] for k, v in cells.items()}
+    return {"total": sum(per.values()), "cells": per, "first_cell": next(iter(per.values()), 0.0),
+            "n_cells": len(per), "archived_before": list(archived),
+            "parts": {k: sum(v[k] for v in cells.values()) for k in next(iter(cells.values()), {}) if k != "total"}}
 
 
 def choose_tier(predicted: Mapping[str, float], seconds_left: float, order: Sequence[str]) -> tuple[str, bool]:
@@ -724,30 +789,35 @@ def calibrate(params: Mapping[str, Any], data: Mapping[str, Any], block: int, h4
     return out
 
 
-def calibrate_h5(params: Mapping[str, Any]) -> dict[str, Any]:
-    """One epoch of H5's trainer at the tier's shapes (first call: compile; second: timed), and the data."""
+def calibrate_h5(section: Mapping[str, Any], batches: Sequence[int] = (1, 2)) -> dict[str, Any]:
+    """H5's cells at their shapes: the data loading (each cell loads it), and per batch of runs a cell
+    trains together (1; 2 on a control seed) one epoch of a fresh trainer (first call: compile + epoch;
+    second: the timed epoch)."""
     from ntkrepro.hron2020.cifar10 import load_splits
     from ntkrepro.hron2020.finite_nets import LAYER_NORMS, MECHANISMS, make_model, make_trainer
 
-    seeds = [int(s) for s in params["seeds"]]
-    d, t_load = _timed(load_splits, {**params, "seed": seeds[0]}, None, need_test=False)
-    size = int(params["image_size"])
+    seeds = [int(s) for s in section["seeds"]]
+    d, t_load = _timed(load_splits, {**section, "seed": seeds[0]}, None, need_test=False)
+    size = int(section["image_size"])
     xt = d["x_train"].reshape(d["x_train"].shape[0], size * size, 3)
     xv = d["x_val"].reshape(d["x_val"].shape[0], size * size, 3)
-    model = make_model(seq_len=size * size, d_model=int(params["d_model"]), n_heads=int(params["n_heads"]),
-                       n_pos_emb=int(params["n_pos_emb"]))
-    train = make_trainer(model, xt, d["y_train"], xv, epochs=1, batch_size=int(params["batch_size"]),
-                         learning_rate=float(params["learning_rate"]), n_curve_val=params.get("curve_val"))
-    n_runs = len(seeds) + int(params.get("n_control_runs", 1))
-    labels = np.stack([d["y_train"]] * n_runs).astype(np.int32)
-    init = np.arange(n_runs, dtype=np.uint32)
-    times = []
-    for _ in range(2):
-        t0 = _now()
-        out = train(init, labels, MECHANISMS.index(params["mechanisms"][0]), LAYER_NORMS.index(params["layer_norms"][0]))
-        np.asarray(out[0])
-        times.append(_now() - t0)
-    return {"load_s": t_load, "first_s": times[0], "epoch_s": times[1], "runs_per_call": n_runs}
+    model = make_model(seq_len=size * size, d_model=int(section["d_model"]), n_heads=int(section["n_heads"]),
+                       n_pos_emb=int(section["n_pos_emb"]))
+    first, epoch, compile_s = {}, {}, {}
+    for b in sorted({int(v) for v in batches}):
+        train = make_trainer(model, xt, d["y_train"], xv, epochs=1, batch_size=int(section["batch_size"]),
+                             learning_rate=float(section["learning_rate"]), n_curve_val=section.get("curve_val"))
+        labels = np.stack([d["y_train"]] * b).astype(np.int32)
+        init = np.arange(b, dtype=np.uint32)
+        times = []
+        for _ in range(2):
+            t0 = _now()
+            out = train(init, labels, MECHANISMS.index(section["mechanisms"][0]),
+                        LAYER_NORMS.index(section["layer_norms"][0]))
+            np.asarray(out[0])
+            times.append(_now() - t0)
+        first[str(b)], epoch[str(b)], compile_s[str(b)] = times[0], times[1], max(times[0] - times[1], 0.0)
+    return {"load_s": t_load, "first_s": first, "epoch_s": epoch, "compile_s": compile_s}
 
 
 class _NoContext:
@@ -1004,35 +1074,73 @@ def _run_h4_tier(name: str, tier: Mapping[str, Any], sections, out_stage: Path, 
             "regression_backend": backend, "results": RESULTS["H4"]}
 
 
-def _run_h5_tier(name: str, params: Mapping[str, Any], out_stage: Path, scale: str) -> dict[str, Any]:
+def provenance_commit() -> str | None:
+    """Why a sealed cell could not carry its commit (None: it can). ``decisive.verify_cell`` refuses a cell
+    without one; where this copy of the repository has no ``.git`` (a device call may send only the working
+    tree), the caller declares the commit it sent: ``NTKREPRO_GIT_COMMIT=<sha>`` (and
+    ``NTKREPRO_GIT_DIRTY=1`` if the tree had uncommitted changes), recorded with ``"declared": true``."""
+    from ntkrepro import provenance
+
+    if provenance.git_state().get("commit"):
+        return None
+    sha = os.environ.get("NTKREPRO_GIT_COMMIT", "").strip()
+    if not (len(sha) == 40 and all(ch in "0123456789abcdef" for ch in sha.lower())):
+        return ("no git commit here (no .git in this copy) and no NTKREPRO_GIT_COMMIT=<40-hex sha> declared: "
+                "decisive.verify refuses a cell without its commit")
+    state = {"commit": sha.lower(), "dirty": os.environ.get("NTKREPRO_GIT_DIRTY", "") not in ("", "0"),
+             "declared": True}
+    provenance.git_state = lambda root=None: dict(state)  # what provenance.collect records in every cell
+    return None
+
+
+def _run_cells_tier(name: str, claim: str, spec: Mapping[str, Any], section: Mapping[str, Any],
+                    todo: Sequence[Mapping[str, Any]], pred: Mapping[str, Any], out_stage: Path, tarball: Path,
+                    archive_rel: str, seconds_left: Callable[[], float]) -> dict[str, Any]:
+    """The decisive cells ``todo`` of ``claim``, one at a time, each only if its predicted time x
+    :data:`MARGIN` fits ``seconds_left()`` (else this and the later cells are left, recorded): each sealed as
+    ``decisive.fill`` seals it (``execute`` of the entry's ``cell_function`` on ``decisive.cell_params`` with
+    ``section``, scale ``decisive``, config hash = the plan section's) into
+    ``<out_stage>/<archive_rel>/<claim>/cells/<cell>.json``, then the tier's tarball rewritten with the
+    tier's throughput so far (a cut-off keeps every finished cell)."""
+    from ntkrepro import decisive
+    from ntkrepro.io import canonical_hash
     from ntkrepro.run import execute
 
-    res_path = out_stage / RESULTS["H5"]
-    res_path.parent.mkdir(parents=True, exist_ok=True)
+    cells_dir = out_stage / archive_rel / claim / "cells"
+    cells_dir.mkdir(parents=True, exist_ok=True)
+    run_spec = {**spec, "section": dict(section)}
+    config_hash = canonical_hash(spec["section"])  # the plan's section, as `snakemake decide` and fill hash it
+    rec: dict[str, Any] = {"claim": claim, "tier": name, "cell_function": spec["cell_function"],
+                           "archive": f"{archive_rel}/{claim}/cells", "archived_before": pred["archived_before"],
+                           "cells": {}, "cells_left": {}}
     t0 = _now()
-    execute(COMPUTE["H5"], dict(params), res_path, scale=scale)
-    return {"claim": "H5", "tier": name, "measured_s": _now() - t0, "epochs": int(params["epochs"]),
-            "results": RESULTS["H5"]}
-
-
-def _run_a1_tier(name: str, sec: Mapping[str, Any], out_stage: Path, archive: Path, scale: str) -> dict[str, Any]:
-    """Every shard (one task each), the tier's archive rewritten after each; then the aggregate."""
-    from ntkrepro.arda2026 import scaling
-    from ntkrepro.run import execute
-
-    shards = out_stage / "arda2026" / "shards"
-    shards.mkdir(parents=True, exist_ok=True)
-    t0 = _now()
-    files = []
-    for k in range(scaling.n_shards(sec, "A1")):
-        f = shards / f"A1_width_{k}.json"
-        execute("ntkrepro.arda2026.scaling:run_a1_shard", {**sec, "shard": k}, f, scale=scale)
-        files.append(str(f))
-        bundle(out_stage, archive)  # a cut-off keeps the finished shards
-    execute("ntkrepro.arda2026.scaling:aggregate_a1", {**sec, "shard_files": files}, out_stage / RESULTS["A1"],
-            scale=scale)
-    return {"claim": "A1", "tier": name, "measured_s": _now() - t0, "n_shards": len(files),
-            "results": RESULTS["A1"]}
+    for k, c in enumerate(todo):
+        p_cell = pred["cells"][c["name"]]
+        left = seconds_left()
+        if p_cell * MARGIN > left:
+            why = f"predicted {p_cell:.0f} s x {MARGIN} > {left:.0f} s left"
+            rec["cells_left"] = {x["name"]: why if j == 0 else "after a cell that did not fit"
+                                 for j, x in enumerate(todo[k:])}
+            log.info("%s cell %s not run: %s", claim, c["name"], why)
+            break
+        c0 = _now()
+        with tempfile.TemporaryDirectory(prefix=f"decisive-{claim}-") as d:
+            tmp = Path(d) / f"{c['name']}.json"
+            res = execute(spec["cell_function"], decisive.cell_params(run_spec, c), tmp, scale="decisive",
+                          config_hash=config_hash)
+            shutil.move(str(tmp), cells_dir / tmp.name)
+        measured = _now() - c0
+        rec["cells"][c["name"]] = {"predicted_s": p_cell, "measured_s": measured, "wall_seconds": res["wall_seconds"],
+                                   "measured_over_predicted": measured / p_cell if p_cell > 0 else None}
+        rec["measured_s"] = _now() - t0
+        _write_json_atomic(out_stage / f"{name}_throughput.json", {**rec, "status": "running"})
+        bundle(out_stage, tarball)
+        log.info("%s cell %s: %.1f s (predicted %.1f s)", claim, c["name"], measured, p_cell)
+    rec["measured_s"] = _now() - t0
+    rec["n_cells"] = len(rec["cells"])
+    # what the tier ran, predicted (the budget check's numbers; the cells not run are not counted)
+    rec["predicted_run_s"] = sum(v["predicted_s"] for v in rec["cells"].values())
+    return rec
 
 
 def _run_h6_tier(name: str, params: Mapping[str, Any], out_stage: Path, scale: str) -> dict[str, Any]:
@@ -1049,8 +1157,13 @@ def _run_h6_tier(name: str, params: Mapping[str, Any], out_stage: Path, scale: s
 
 
 def run(out: Path, budget_s: float, data_root: Path, plan: str = "gpu", scale: str | None = None,
-        cache: Path | None = None, regression_backend: str = "jax") -> dict[str, Any]:
-    """Calibrate, then run the plan's tiers in order, each written as it finishes (module docstring)."""
+        cache: Path | None = None, regression_backend: str = "jax", archive: Path | None | str = "repo"
+        ) -> dict[str, Any]:
+    """Calibrate, then run the plan's tiers in order, each written as it finishes (module docstring).
+
+    ``archive``: the decisive archive whose cells the A1 / H5 tiers skip (already computed); ``"repo"``: the
+    repository's (``<repo>/archive/decisive``) for the ``gpu`` plan, none for the smoke plans (their tiny
+    cells are not the archive's)."""
     t_start = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -1063,9 +1176,11 @@ def run(out: Path, budget_s: float, data_root: Path, plan: str = "gpu", scale: s
     planned = {t for _, t in steps}
     h4_tiers, h5_tiers, a1_tiers, h6_tiers = ({k: v for k, v in d.items() if k in planned}
                                               for d in (h4_tiers, h5_tiers, a1_tiers, h6_tiers))
+    if isinstance(archive, str) and archive == "repo":
+        archive = REPO / decisive_plan()["archive"] if plan == "gpu" else None
     try:
         return _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, cache, regression_backend,
-                    t_start, h6_tiers)
+                    t_start, h6_tiers, None if archive is None else Path(archive))
     finally:
         if own_cache:
             shutil.rmtree(cache, ignore_errors=True)
@@ -1081,7 +1196,8 @@ def _importable(name: str) -> bool:
         return False
 
 
-def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, cache, backend, t_start, h6_tiers=None):
+def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, cache, backend, t_start, h6_tiers=None,
+         archive=None):
     _enable_compilation_cache(cache / "jax")
     import jax
 
@@ -1108,20 +1224,34 @@ def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, c
         predicted[t] = predict_h4(p_t, t, h4_tiers[t], cal, compiled=compiled)
         compiled |= tier_shapes(p_t, h4_tiers[t], cal)
     compiled = set()  # what the tiers that ran compiled (the replay after each tier)
-    for t, tier in h5_tiers.items():
-        if not (_importable("flax") and _importable("optax")):
+    # the decisive tiers (H5, A1): the cells of config/decisive.yaml's entries not yet archived
+    plan = decisive_plan() if (h5_tiers or a1_tiers) else None
+    dec: dict[str, dict[str, Any]] = {}  # tier -> claim, spec, section, cells to run
+    no_commit = provenance_commit() if plan else None
+    for t, tier in {**h5_tiers, **a1_tiers}.items():
+        claim = tier["claim"]
+        spec = decisive_spec(plan, tier)
+        todo, have = pending_cells(claim, spec, archive)
+        sec = device_section(spec, data_root)
+        dec[t] = {"claim": claim, "spec": spec, "section": sec, "todo": todo}
+        if claim == "H5" and not (_importable("flax") and _importable("optax")):
             skipped_why[t] = "flax / optax not importable here"
-            continue
-        p5 = h5_params(sections, tier, data_root)
-        cal[t] = calibrate_h5(p5)
-        predicted[t] = predict_h5(p5, cal[t])
-    for t, tier in a1_tiers.items():
-        if not _importable("torch"):  # the authors' teacher inputs (ntkrepro.arda2026.teacher.authors_inputs)
+        elif claim == "A1" and not _importable("torch"):  # the authors' teacher inputs (teacher.authors_inputs)
             skipped_why[t] = "torch not importable here (the authors' teacher inputs need it)"
+        elif no_commit:
+            skipped_why[t] = no_commit
+        elif not todo:
+            skipped_why[t] = f"every cell of the plan ({len(have)}) is archived already under {archive}"
+        if t in skipped_why:
             continue
-        sec = a1_params(sections, tier)
-        cal[t] = calibrate_a1(sec)
-        predicted[t] = predict_a1(sec, cal[t])
+        if claim == "H5":
+            cal[t] = calibrate_h5(sec, sorted({h5_cell_batch(sec, c["seed"]) for c in todo}))
+            cells_pred = predict_h5_cells(sec, todo, cal[t])
+        else:
+            cal[t] = calibrate_a1({**sec, "seeds_per_job": 1})
+            cells_pred = predict_a1_cells(sec, todo, cal[t])
+        predicted[t] = tier_prediction(cells_pred, have)
+        predicted[t]["cell_parts"] = cells_pred
     for t, tier in (h6_tiers or {}).items():
         p6 = h6_params(sections, tier, data_root, cache)
         if p6["glove"] is None:
@@ -1136,6 +1266,8 @@ def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, c
         "plan": [{"claim": c, "tier": t} for c, t in steps], "budget_s": budget_s, "margin": MARGIN,
         "h4_tiers": {t: dict(h4_tiers[t]) for t in order}, "h5_tiers": h5_tiers, "a1_tiers": a1_tiers,
         "h6_tiers": h6_tiers,
+        "decisive": {t: {"claim": v["claim"], "cells_to_run": [c["name"] for c in v["todo"]],
+                         "archive_skipped": None if archive is None else str(archive)} for t, v in dec.items()},
         "calibration": cal, "calibration_wall_s": t_cal, "clock": CLOCK["name"],
         "predicted_s": {t: p["total"] for t, p in predicted.items()}, "predicted_parts_s": predicted,
         "tiers": {t: {"status": "skipped", "why": why} for t, why in skipped_why.items()},
@@ -1153,8 +1285,9 @@ def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, c
             continue
         left = budget_s - (time.perf_counter() - t_start)
         pred = predicted[name]["total"]
-        if pred * MARGIN > left and not (claim == "H4" and first_h4):
-            record["tiers"][name] = {"status": "skipped", "why": f"predicted {pred:.0f} s x {MARGIN} > {left:.0f} s left",
+        need = predicted[name].get("first_cell", pred)  # a decisive tier: its first cell (each is checked)
+        if need * MARGIN > left and not (claim == "H4" and first_h4):
+            record["tiers"][name] = {"status": "skipped", "why": f"predicted {need:.0f} s x {MARGIN} > {left:.0f} s left",
                                      "predicted_s": pred}
             _write_json_atomic(top, record)
             log.info("tier %s skipped: predicted %.1f s, %.1f s left", name, pred, left)
@@ -1162,7 +1295,7 @@ def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, c
         stage = cache / "stage" / name
         shutil.rmtree(stage, ignore_errors=True)
         stage.mkdir(parents=True)
-        archive = out / f"{name}.tar.gz"
+        tarball = out / f"{name}.tar.gz"
         log.info("tier %s (%s): predicted %.1f s, %.1f s left", name, claim, pred, left)
         w0, c0 = time.perf_counter(), time.process_time()
         if claim == "H4":
@@ -1171,19 +1304,21 @@ def _run(out, budget_s, data_root, steps, h4_tiers, h5_tiers, a1_tiers, scale, c
                                     h4_tiers[name], cal)
             rec["fits_budget"] = pred * MARGIN <= left
             first_h4 = False
-        elif claim == "H5":
-            rec = _run_h5_tier(name, h5_params(sections, h5_tiers[name], data_root), stage, scale)
         elif claim == "H6":
             rec = _run_h6_tier(name, h6_params(sections, h6_tiers[name], data_root, cache), stage, scale)
-        else:
-            rec = _run_a1_tier(name, a1_params(sections, a1_tiers[name]), stage, archive, scale)
+        else:  # H5, A1: decisive cells
+            d = dec[name]
+            rec = _run_cells_tier(name, claim, d["spec"], d["section"], d["todo"], predicted[name], stage, tarball,
+                                  plan["archive"], lambda: budget_s - (time.perf_counter() - t_start))
         rec.update(wall_s=time.perf_counter() - w0, cpu_s=time.process_time() - c0, clock=CLOCK["name"])
-        rec.update(status="done", predicted_s=pred, measured_over_predicted=rec["measured_s"] / pred,
+        pred_run = rec.get("predicted_run_s", pred)  # a decisive tier: the cells it ran
+        rec.update(status="done", predicted_s=pred,
+                   measured_over_predicted=rec["measured_s"] / pred_run if pred_run else None,
                    left_before_s=left, device=precision_record()["devices"], jax=jax.__version__)
         if claim == "H4":
             rec["measured_over_predicted_realised"] = rec["measured_s"] / rec["predicted_realised_s"]["total"]
         _write_json_atomic(stage / f"{name}_throughput.json", rec)
-        rec["archive_bytes"] = bundle(stage, archive)
+        rec["archive_bytes"] = bundle(stage, tarball)
         record["tiers"][name] = rec
         record["total_wall_s"] = time.perf_counter() - t_start
         _write_json_atomic(top, record)
@@ -1215,6 +1350,10 @@ def write_params_snapshot() -> Path:
     snap = {"H4": cfg["hron2020"]["H4"], "H5": cfg["hron2020"]["H5"], "H6": cfg["hron2020"]["H6"], "data": cfg["data"],
             "A1": paper["arda2026"]["A1"], "teacher": paper["arda2026"]["teacher"]}
     PARAMS_SNAPSHOT.write_text(json.dumps(snap, indent=1, sort_keys=True) + "\n")
+    from ntkrepro import decisive
+
+    plan = decisive.load_plan(REPO / "config" / "decisive.yaml")
+    DECISIVE_SNAPSHOT.write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
     return PARAMS_SNAPSHOT
 
 
@@ -1232,7 +1371,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="the clock of the calibration and of "
                     "the tiers' measured times: wall (the device) or cpu (this process's CPU time; the CI tests on a "
                     "shared CPU, single-threaded); the budget is wall time either way")
-    ap.add_argument("--write-params-snapshot", action="store_true", help=f"rewrite {PARAMS_SNAPSHOT.name} and exit")
+    ap.add_argument("--archive", default=None, help="the decisive archive whose cells the A1 / H5 tiers skip "
+                    "(default: the repository's archive/decisive for --tiers gpu, none for the smoke plans)")
+    ap.add_argument("--write-params-snapshot", action="store_true",
+                    help=f"rewrite {PARAMS_SNAPSHOT.name} and {DECISIVE_SNAPSHOT.name} and exit")
     args = ap.parse_args(argv)
     if not (np.isfinite(args.budget_s) and args.budget_s > 0):
         ap.error(f"--budget-s must be a positive number of seconds, got {args.budget_s!r}")
@@ -1248,11 +1390,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--out {out}: cannot write there ({err.strerror or err})")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     if args.write_params_snapshot:
-        print(write_params_snapshot())
+        print(write_params_snapshot(), DECISIVE_SNAPSHOT)
         return 0
     CLOCK["name"] = args.clock
     run(Path(args.out), args.budget_s, Path(args.data_root) if args.data_root else default_data_root(), args.tiers,
-        cache=Path(args.cache) if args.cache else None, regression_backend=args.regression_backend)
+        cache=Path(args.cache) if args.cache else None, regression_backend=args.regression_backend,
+        archive=Path(args.archive) if args.archive else "repo")
     return 0
 
 
