@@ -43,6 +43,8 @@ def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
     assert rows[1]["headline (95 % interval)"] == "slope -0.5 [-0.6, -0.4]" and rows[1]["stable"] == "stable (2)"
     assert verdicts.decisive_short("inconclusive: INCOMPLETE (15/60 cells; archived: cpu, 2026-12-04, 0299db7)") \
         == "inconclusive: INCOMPLETE (2026-12-04, 0299db7)"
+    assert verdicts.decisive_short("inconclusive: INCOMPLETE (17/60 cells; archived: cpu, 2026-12-05, 0299db7,1fbcaa1)") \
+        == "inconclusive: INCOMPLETE (2026-12-05, 0299db7, 1fbcaa1)"  # breakable in the report's narrow column
     # a decisive run at settings other than the paper's says so in the short form too (A4: the default's)
     assert verdicts.decisive_short("reproduced (32/32 cells at the default settings; archived: cpu, 2026-12-05, "
                                    "1b3fbd2); delta 0.1 [0.05, 0.2]") == "reproduced [default settings] (2026-12-05, 1b3fbd2)"

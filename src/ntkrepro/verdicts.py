@@ -93,7 +93,8 @@ def decisive_short(cell: str) -> str:
     if at:
         head += f" [{at.group(1)} settings]"
     m = re.search(r"archived: .*?, (\d{4}-\d\d-\d\d|\?), ([0-9a-f,]+( dirty)?)\)", cell)
-    return head if not m else f"{head} ({m.group(1)}, {m.group(2)})"
+    # commits joined with ", " so that a narrow column (the report's) can break between them
+    return head if not m else f"{head} ({m.group(1)}, {m.group(2).replace(',', ', ')})"
 
 
 def _decisive_cell(entry: Mapping[str, Any]) -> str:
