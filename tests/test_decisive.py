@@ -207,11 +207,11 @@ def test_entry_table_and_check_show_the_archived_run(tmp_path, monkeypatch):
     row = ledger.table_rows([entry])[0]
     assert row["verdict"] == "inconclusive" and row["decisive"].startswith("reproduced (24/24 cells; archived: ")
     assert "0123456" in row["decisive"] and "2026-12-04" in row["decisive"]
-    assert ledger._decisive_short(row["decisive"]) == "reproduced (2026-12-04, 0123456)"
+    assert ledger._decisive_short(row["decisive"]) == "reproduced (CPU, 2026-12-04, 0123456)"
     ledger.write_table([entry], tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "t.tex")
     md = (tmp_path / "t.md").read_text()
     assert "| default (this run) | decisive run (archived: device, date, commit) |" in md
-    assert "reproduced (2026-12-04, 0123456)" in (tmp_path / "t.tex").read_text()
+    assert "reproduced (CPU, 2026-12-04, 0123456)" in (tmp_path / "t.tex").read_text()
     assert ledger.check_decisive(entry) == []
     # a hand-edited archived cell: ledger check refuses it
     cell = Path(next(iter(rec["cells_sha256"])))
@@ -290,7 +290,7 @@ def test_report_shows_the_decisive_run_beside_this_run(tmp_path, render_report):
     tex = render_report([entry, e2])
     assert "default (this run) & decisive run (archived: date, commit)" in tex
     assert r"\textbf{Decisive run (archived, judged now by the current criterion): complete, reproduced.}" in tex
-    assert "STALE (2026-12-04, 0123456)" in tex and "24 of 24 cells" in tex
+    assert "STALE (CPU, 2026-12-04, 0123456)" in tex and "24 of 24 cells" in tex
 
 
 def test_verify_cli_lists_and_deletes_stale_cells_and_refuses_edited_ones(tmp_path, monkeypatch, capsys):

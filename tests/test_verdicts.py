@@ -26,6 +26,55 @@ def test_readme_verdict_table_matches_the_committed_snapshot(repo_root):
         "README's verdict table differs from docs/verdicts.json: run "
         "`.venv/bin/python -m ntkrepro.verdicts --sync-readme docs/verdicts.json README.md`")
     assert len(rows) == 21 and {r["id"] for r in rows} >= {"H1", "A1", "G1", "F1"}
+    tiers = json.loads((repo_root / "docs" / "verdicts.json").read_text()).get("tiers")
+    assert tiers, "docs/verdicts.json has no decisive-tier rows: run `python -m ntkrepro.verdicts --refresh-decisive`"
+    assert verdicts.readme_section((repo_root / "README.md").read_text(), verdicts.TIERS_BEGIN,
+                                   verdicts.TIERS_END) == verdicts.render_tiers(tiers)
+
+
+def test_the_committed_decisive_column_is_what_the_archive_gives_today(repo_root, monkeypatch):
+    """docs/verdicts.json's decisive column and tier table equal a re-judgement of the committed archive by
+    today's criteria (so an archive cell added without refreshing the snapshot fails here)."""
+    from ntkrepro import decisive
+
+    monkeypatch.chdir(repo_root)
+    summary = json.loads((repo_root / "docs" / "verdicts.json").read_text())
+    fresh = verdicts.refresh_decisive(summary, decisive.load_plan(), decisive.ARCHIVE)
+    assert fresh["tiers"] == summary["tiers"], (
+        "the archive changed since docs/verdicts.json was refreshed: run `.venv/bin/python -m ntkrepro.verdicts "
+        "--refresh-decisive docs/verdicts.json` and `--sync-readme docs/verdicts.json README.md`")
+    assert fresh["rows"] == summary["rows"]
+
+
+def test_refresh_replaces_only_the_decisive_column_and_states_time_and_device():
+    plan = {"claims": {
+        "A1": {"cell": ["seeds", "widths"], "scale": "paper"},
+        "A4": {"cell": ["chunks"], "scale": "default"},
+        "H4": {"status": "gpu_only"}}}
+    records = {
+        "A1": {"state": "complete", "verdict": "not_reproduced", "cells_planned": 4, "cells_archived": 4,
+               "devices": ["cpu:cpu (x86_64, Linux)"], "dates": ["2026-12-04T01:00:00", "2026-12-05T02:00:00"],
+               "commits": ["0123456789", "abcdef0123"], "wall_seconds": 7300.0, "cpu_seconds": 0.0,
+               "cells_with_cpu_seconds": 0, "scale": "paper", "headline": "slope -0.1 [-0.2, 0.0]"},
+        "A4": {"state": "INCOMPLETE", "verdict": "inconclusive", "cells_planned": 2, "cells_archived": 1,
+               "devices": ["gpu:NVIDIA H200 (x86_64, Linux)"], "dates": ["2026-12-06T00:00:00"] * 2,
+               "commits": ["fedcba9876"], "wall_seconds": 90.0, "cpu_seconds": 80.0, "cells_with_cpu_seconds": 1,
+               "scale": "default"}}
+    summary = {"rows": verdicts.summarise([_entry("A1", "inconclusive"), _entry("F1", "reproduced")])}
+    summary["rows"][0]["id"] = "A1"
+    out = verdicts.refresh_decisive(summary, plan, "unused", judge=lambda c, spec, archive: records[c])
+    a1 = next(r for r in out["rows"] if r["id"] == "A1")
+    assert a1[verdicts.COLUMNS[2]] == "not_reproduced (CPU, 2026-12-05, 0123456, abcdef0)"
+    assert {k: v for k, v in a1.items() if k != verdicts.COLUMNS[2]} == {
+        k: v for k, v in summary["rows"][0].items() if k != verdicts.COLUMNS[2]}
+    t1, t4 = out["tiers"]
+    assert t1["verdict (current criteria)"] == "not reproduced" and t1["archived cells"] == "4/4"
+    assert t1["time (sum over cells)"] == "2.0 h wall" and t1["device"] == "CPU"
+    assert t1["computed (UTC dates)"] == "2026-12-04 to 2026-12-05"
+    assert t1["decisive tier (config/decisive.yaml)"] == "4 cells (seed × width) at the paper's settings"
+    assert t4["verdict (current criteria)"] == "INCOMPLETE: no verdict yet" and t4["device"] == "NVIDIA H200"
+    assert t4["time (sum over cells)"] == "2 min wall, 1 min CPU"
+    assert [t["claim"] for t in out["tiers"]] == ["A1", "A4"]  # H4 has no cells to judge
 
 
 def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
@@ -42,12 +91,15 @@ def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
     assert dec.endswith("STALE") and "cpu, 2026-12-04, abc" in dec
     assert rows[1]["headline (95 % interval)"] == "slope -0.5 [-0.6, -0.4]" and rows[1]["stable"] == "stable (2)"
     assert verdicts.decisive_short("inconclusive: INCOMPLETE (15/60 cells; archived: cpu, 2026-12-04, 0299db7)") \
-        == "inconclusive: INCOMPLETE (2026-12-04, 0299db7)"
+        == "inconclusive: INCOMPLETE (CPU, 2026-12-04, 0299db7)"
     assert verdicts.decisive_short("inconclusive: INCOMPLETE (17/60 cells; archived: cpu, 2026-12-05, 0299db7,1fbcaa1)") \
-        == "inconclusive: INCOMPLETE (2026-12-05, 0299db7, 1fbcaa1)"  # breakable in the report's narrow column
+        == "inconclusive: INCOMPLETE (CPU, 2026-12-05, 0299db7, 1fbcaa1)"  # breakable in the report's narrow column
     # a decisive run at settings other than the paper's says so in the short form too (A4: the default's)
     assert verdicts.decisive_short("reproduced (32/32 cells at the default settings; archived: cpu, 2026-12-05, "
-                                   "1b3fbd2); delta 0.1 [0.05, 0.2]") == "reproduced [default settings] (2026-12-05, 1b3fbd2)"
+                                   "1b3fbd2); delta 0.1 [0.05, 0.2]") == "reproduced [default settings] (CPU, 2026-12-05, 1b3fbd2)"
+    # the device is named (the column says "device, date, commit"), without the host description
+    assert verdicts.decisive_short("reproduced (60/60 cells; archived: cpu:cpu (x86_64, Linux); gpu:NVIDIA H200 "
+                                   "(x86_64, Linux), 2026-12-06, abcdef1)") == "reproduced (CPU; NVIDIA H200, 2026-12-06, abcdef1)"
     table = verdicts.render(rows)
     assert all(len(line) < 240 for line in table.splitlines())
 
@@ -60,6 +112,12 @@ def test_sync_refuses_what_is_not_a_verdict_table(tmp_path):
     table = verdicts.render(verdicts.summarise([_entry("F1", "reproduced")]))
     verdicts.sync_readme(readme, table)
     assert verdicts.readme_section(readme.read_text()) == table and readme.read_text().startswith("a\n")
+    with pytest.raises(ValueError, match="decisive-tier"):
+        verdicts.sync_readme(readme, table, tiers="| id |")
+    tiers = verdicts.render_tiers([{"claim": "A1"}])
+    with pytest.raises(ValueError, match="no marker"):  # a README without the tier markers is refused, unchanged
+        verdicts.sync_readme(readme, table, tiers=tiers)
+    assert verdicts.readme_section(readme.read_text()) == table
     (tmp_path / "no_markers.md").write_text("nothing")
     with pytest.raises(ValueError, match="no marker"):
         verdicts.sync_readme(tmp_path / "no_markers.md", table)

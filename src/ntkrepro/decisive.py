@@ -238,6 +238,10 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
         "devices": sorted({_device(p) for p in provs}),
         "dates": [min((p["created_utc"] for p in provs), default=None), max((p["created_utc"] for p in provs), default=None)],
         "wall_seconds": round(sum(float(c["data"]["wall_seconds"]) for c in checked), 1),
+        # process CPU time, summed over the cells that record it (A1's cells record wall time only)
+        "cpu_seconds": round(sum(float(c["data"]["cpu_seconds"]) for c in checked
+                                 if isinstance(c["data"].get("cpu_seconds"), (int, float))), 1),
+        "cells_with_cpu_seconds": sum(isinstance(c["data"].get("cpu_seconds"), (int, float)) for c in checked),
         "section": dict(spec["section"]),
     }
     if not checked:
@@ -319,7 +323,8 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
     ev = record.get("evaluation")
     out = {k: record.get(k) for k in ("tier", "state", "verdict", "scale", "archive", "cells_planned",
                                       "cells_archived", "cells_stale", "commits", "config_hashes", "dirty", "devices", "dates",
-                                      "wall_seconds", "reason", "partial")}
+                                      "wall_seconds", "cpu_seconds", "cells_with_cpu_seconds", "reason",
+                                      "partial")}
     out["headline"] = ledger._headline(ev) if ev else ""
     out["controls"] = ledger.control_text(ev) if ev else ""
     out["criterion_version"] = ev.get("criterion_version") if ev else None
