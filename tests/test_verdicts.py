@@ -55,7 +55,8 @@ def test_refresh_replaces_only_the_decisive_column_and_states_time_and_device():
         "A1": {"state": "complete", "verdict": "not_reproduced", "cells_planned": 4, "cells_archived": 4,
                "devices": ["cpu:cpu (x86_64, Linux)"], "dates": ["2026-12-04T01:00:00", "2026-12-05T02:00:00"],
                "commits": ["0123456789", "abcdef0123"], "wall_seconds": 7300.0, "cpu_seconds": 0.0,
-               "cells_with_cpu_seconds": 0, "scale": "paper", "headline": "slope -0.1 [-0.2, 0.0]"},
+               "cells_with_cpu_seconds": 0, "scale": "paper",
+               "evaluation": {"measured": {"slope": {"value": -0.1, "ci_low": -0.2, "ci_high": 0.0}}}},
         "A4": {"state": "INCOMPLETE", "verdict": "inconclusive", "cells_planned": 2, "cells_archived": 1,
                "devices": ["gpu:NVIDIA H200 (x86_64, Linux)"], "dates": ["2026-12-06T00:00:00"] * 2,
                "commits": ["fedcba9876"], "wall_seconds": 90.0, "cpu_seconds": 80.0, "cells_with_cpu_seconds": 1,
@@ -72,7 +73,9 @@ def test_refresh_replaces_only_the_decisive_column_and_states_time_and_device():
     assert t1["time (sum over cells)"] == "2.0 h wall" and t1["device"] == "CPU"
     assert t1["computed (UTC dates)"] == "2026-12-04 to 2026-12-05"
     assert t1["decisive tier (config/decisive.yaml)"] == "4 cells (seed × width) at the paper's settings"
+    assert t1["headline (95 % interval)"] == "slope -0.1 [-0.2, 0]"
     assert t4["verdict (current criteria)"] == "INCOMPLETE: no verdict yet" and t4["device"] == "NVIDIA H200"
+    assert t4["headline (95 % interval)"] == "-"  # an incomplete set's numbers are not shown as a verdict
     assert t4["time (sum over cells)"] == "2 min wall, 1 min CPU"
     assert [t["claim"] for t in out["tiers"]] == ["A1", "A4"]  # H4 has no cells to judge
 
