@@ -660,12 +660,12 @@ def test_data_substitute_labels_come_from_the_recorded_sha256_not_the_file_name(
 
 
 # ==================================================================================== registration
-@pytest.mark.parametrize("cid,version", [("H1", 4), ("H2", 3), ("H3", 4), ("H4", 4), ("H5", 4), ("H6", 5)])
+@pytest.mark.parametrize("cid,version", [("H1", 4), ("H2", 3), ("H3", 4), ("H4", 5), ("H5", 5), ("H6", 6)])
 def test_every_criterion_quotes_the_paper_and_logs_its_amendments(cid, version):
     spec = get_claim(cid)
     assert spec.evaluate is getattr(claims, f"evaluate_{cid.lower()}")
     assert spec.criterion.startswith("Paper") and '"' in spec.criterion
-    assert spec.version == version and all(a.date in ("2026-12-02", "2026-12-04") and a.previous
+    assert spec.version == version and all(a.date in ("2026-12-02", "2026-12-04", "2026-12-05") and a.previous
                                            for a in spec.amendments)
     # a placeholder left in a past entry (the log is append-only) must be filled in by a correction
     corrected = {c.amendment for c in spec.corrections}
@@ -692,17 +692,22 @@ def test_h4_h6_criteria_v3_log_issue_21_with_old_numbers_and_a_control(cid):
     assert spec.criterion.startswith("Paper") and "Regime rule (v3" in spec.criterion
     # H6 v4 (issue 21 section 3): the default training count its regime line named, a size amendment;
     # H4-H6 v4/v5 (issue 28): the power lines' range, and for H4, H6 the ordering control
-    dates = ["2026-12-02", "2026-12-04"] + (["2026-12-04"] if cid == "H6" else []) + ["2026-12-04"]
+    # H4-H6 v5/v6 (2026-12-05, after H5's decisive tier): the regime rule refutes only models not shown to learn
+    dates = ["2026-12-02", "2026-12-04"] + (["2026-12-04"] if cid == "H6" else []) + ["2026-12-04", "2026-12-05"]
     assert spec.version == 1 + len(dates) and [a.date for a in spec.amendments] == dates
-    assert all(a.previous.get("default") and a.previous.get("smoke") for a in spec.amendments)
-    assert "Power lines (v4, issue 28)" in spec.criterion and "10x" in spec.amendments[-1].change
+    assert all(a.previous.get("default") and a.previous.get("smoke") for a in spec.amendments[:-1])
+    assert "Power lines (v4, issue 28)" in spec.criterion and "10x" in spec.amendments[-2].change
+    last = spec.amendments[-1]
+    assert last.previous.get("default") and "reaches down to chance" in spec.criterion
+    if cid == "H5":  # the verdict the amendment changed, with its numbers
+        assert "not_reproduced" in last.previous["decisive"] and "+0.157 [+0.142, +0.173]" in last.previous["decisive"]
     assert spec.controls[0].name == "permuted_labels" and "must" in spec.controls[0].why_fails
 
 
 def test_inconclusive_entry_carries_power_line():
     e = make_entry("H6", _h6(0.80, 0.82, 0.83, n=60, shared=False), scale="smoke")
     assert e["verdict"] == "inconclusive" and e["power"] and "n_train" in e["power"][0]["text"]
-    assert e["criterion_version"] == 5 and e["amendments"][0]["change"].startswith("'About equal' band")
+    assert e["criterion_version"] == 6 and e["amendments"][0]["change"].startswith("'About equal' band")
 
 
 def test_h3_width_reaching_the_control_offset_is_named_only_within_10x():

@@ -292,12 +292,17 @@ def regime_gate(gain: Interval, *, chance: float, sizes: Sequence[float], gains:
     :math:`M` = :data:`REGIME_FRACTION` :math:`\times (1 - 1/C)`.
 
     * informative (``HOLDS``) iff the gain's interval lies wholly above :math:`M`;
-    * no learning (``REFUTED``) iff the gain is not above :math:`M` and even the most favourable
-      extrapolation -- the gain's upper bound plus the upper bound of the learning-curve slope (per
-      unit log size, at least 0) times :math:`\log(N_\text{paper}/n)` -- stays below :math:`M` at
-      the paper's size: the models do not learn from these labels at any size the paper used;
+    * no learning (``REFUTED``) iff the gain's interval reaches down to chance (lower end
+      :math:`\le 0`: the models are not shown to learn anything from the labels) and even the most
+      favourable extrapolation -- the gain's upper bound plus the upper bound of the learning-curve
+      slope (per unit log size, at least 0) times :math:`\log(N_\text{paper}/n)` -- stays below
+      :math:`M` at the paper's size;
     * otherwise not informative at this scale (``UNDECIDED``), with the size at which the fitted
-      curve's gain, less the measured half-width, would exceed :math:`M`.
+      curve's gain, less the measured half-width, would exceed :math:`M`. Models that do learn (gain
+      above chance) but whose curve cannot reach :math:`M` along ``size_name`` are ``UNDECIDED``,
+      never ``REFUTED`` (v5 of H5, 2026-12-05): the regime then needs what this run holds fixed
+      (e.g. H5's epochs curve at a reduced training set cannot stand for the paper's 50,000 images),
+      which says nothing about the paper.
     """
     margin = REGIME_FRACTION * (1.0 - chance)
     fit = curve_fit(sizes, gains)
@@ -312,13 +317,18 @@ def regime_gate(gain: Interval, *, chance: float, sizes: Sequence[float], gains:
     best = gain.high + up * np.log(max(paper_size, size) / size)
     slope_txt = (f"slope {slope.value:+.4f} [{slope.low:+.4f}, {slope.high:+.4f}] per unit log {size_name}"
                  if slope is not None else "slope not measurable")
-    if best < margin:
+    if best < margin and gain.low <= 0:
         reason = (f"{head}: the models do not learn from the labels -- learning curve (gain by {size_name}) {curve}, "
                   f"{slope_txt}; even the most favourable extrapolation reaches only {best:+.3f} < {margin:.3f} at "
                   f"the paper's {size_name} {paper_size:g}")
         return Regime(Status.REFUTED, gain, margin, chance, slope, reason, None)
     needed, why_none = float("inf"), f"not informative at any {size_name} the fitted curve reaches"
-    if fit is not None and slope.value > 0:
+    if best < margin:  # the models learn (gain above chance) but no extrapolation along size_name reaches M
+        why_none = (f"the models learn (gain above chance) but even the most favourable extrapolation reaches only "
+                    f"{best:+.3f} < {margin:.3f} at the paper's {size_name} {paper_size:g}: the regime needs what "
+                    f"this run holds fixed (e.g. the paper's training set), not more {size_name}; needs a larger run "
+                    "to tell")
+    elif fit is not None and slope.value > 0:
         largest, limit, rng_txt = extrapolation_range(sizes, size)
         curve += f" ({rng_txt})"
         if fit[1].value + slope.value * np.log(size) - hw > margin:
