@@ -269,9 +269,10 @@ class Regime:
     """Outcome of the regime rule (:func:`regime_gate`).
 
     ``status``: ``HOLDS`` = informative (the models beat chance by the margin); ``REFUTED`` = the
-    models do not learn from the labels (not informative, and even the most favourable extrapolation
-    of the learning curve stays below the margin at the paper's size); ``UNDECIDED`` = not
-    informative at this scale (the entry is inconclusive with ``line``)."""
+    models do not learn from the labels (the gain's interval reaches chance, and even the most
+    favourable extrapolation of the learning curve stays below the margin at the paper's size);
+    ``UNDECIDED`` = not informative at this scale, including models that learn but cannot reach the
+    margin along the curve's size (the entry is inconclusive with ``line``)."""
 
     status: Status
     gain: Interval
