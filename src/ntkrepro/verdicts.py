@@ -149,11 +149,15 @@ def summarise(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     return rows
 
 
+def _markdown(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def render(rows: Sequence[Mapping[str, str]]) -> str:
     """The Markdown table of :func:`summarise`'s rows."""
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in COLUMNS) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return _markdown(COLUMNS, rows)
 
 
 def _hours(seconds: float | None) -> str:
@@ -165,13 +169,11 @@ def tier_row(claim: str, spec: Mapping[str, Any], record: Mapping[str, Any]) -> 
     how much is archived, the verdict by today's criterion, on which device, when, and how long the
     archived cells took (wall time as run, CPU time where the cells record it)."""
     settings = "the paper's settings" if spec.get("scale") == "paper" else f"the {spec.get('scale')} settings"
+    from ntkrepro.decisive import COMPLETE, INCOMPLETE, STALE
+
     state = record.get("state")
-    if state == "complete":
-        verdict = str(record.get("verdict")).replace("_", " ")
-    elif str(state).upper() in ("INCOMPLETE", "STALE"):  # ntkrepro.decisive.INCOMPLETE / STALE
-        verdict = f"{str(state).upper()}: no verdict yet" if str(state).upper() == "INCOMPLETE" else "STALE: not used"
-    else:
-        verdict = "-"
+    verdict = {COMPLETE: str(record.get("verdict")).replace("_", " "), INCOMPLETE: "INCOMPLETE: no verdict yet",
+               STALE: "STALE: not used"}.get(state, "-")
     dates = [d[:10] for d in record.get("dates") or [] if d]
     when = "-" if not dates else (dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}")
     time = f"{_hours(record.get('wall_seconds'))} wall"
@@ -184,7 +186,7 @@ def tier_row(claim: str, spec: Mapping[str, Any], record: Mapping[str, Any]) -> 
             "archived cells": f"{n}/{record.get('cells_planned')}", "verdict (current criteria)": verdict,
             # the complete set's first measured interval; an incomplete set shows none (it is not a verdict)
             "headline (95 % interval)": _short(headline(record.get("evaluation") or {})) or "-"
-            if state == "complete" else "-",
+            if state == COMPLETE else "-",
             "device": device_short("; ".join(record.get("devices") or [])) if n else "-", "computed (UTC dates)": when,
             "time (sum over cells)": time if n else "-",
             "commits": ", ".join(c[:7] for c in record.get("commits") or []) or "-"}
@@ -213,9 +215,7 @@ def refresh_decisive(summary: Mapping[str, Any], plan: Mapping[str, Any], archiv
 
 def render_tiers(tiers: Sequence[Mapping[str, str]]) -> str:
     """The Markdown table of the decisive tier's rows (:func:`tier_row`)."""
-    lines = ["| " + " | ".join(TIER_COLUMNS) + " |", "|" + "---|" * len(TIER_COLUMNS)]
-    lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "/") for c in TIER_COLUMNS) + " |" for r in tiers]
-    return "\n".join(lines) + "\n"
+    return _markdown(TIER_COLUMNS, tiers)
 
 
 def read_entries(claims_dir: Path) -> list[dict[str, Any]]:
