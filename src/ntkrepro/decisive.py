@@ -46,6 +46,20 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.hron2020.regime:permuted_labels",
         "ntkrepro.data.cifar10",
     ),
+    # a cell's kernels (the sweep model's description; the fast engine is not listed: it is tested equal to
+    # neural-tangents, and each cell records its fingerprint), data, labels, resampling plans and refits;
+    # not aggregate_h4, which the judge re-runs on the archive
+    "H4": (
+        *(f"ntkrepro.hron2020.h4_decisive:{f}" for f in (
+            "run_h4_cell", "run_sweep_cell", "run_final_cell", "tree_kernels", "_cache_dir", "_labels", "_select",
+            "_boot", "_curve", "_two_draws", "cell_pairs", "predict_seconds")),
+        *(f"ntkrepro.hron2020.cifar10:{f}" for f in (
+            "load_splits", "build_sweep_model", "_readout", "_conv_stack", "_attention")),
+        *(f"ntkrepro.hron2020.regime:{f}" for f in (
+            "permuted_labels", "training_resample_plan", "learning_curve_plan")),
+        "ntkrepro.kernels.resampling",
+        "ntkrepro.data.cifar10",
+    ),
 }
 
 

@@ -36,7 +36,7 @@ points (:func:`ntkrepro.stats.paired_bootstrap`); the per-image validation corre
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +62,7 @@ KERNELS = ("nngp", "ntk")
 # --------------------------------------------------------------------------------------------
 # Models
 
-def _attention(arch: Mapping[str, Any], structured: bool):
-    from ntkrepro.nt import stax
-
+def _attention(arch: Mapping[str, Any], structured: bool, stax):
     width = int(arch.get("width", 64))
     kw: dict[str, Any] = dict(linear_scaling=True, attention_mechanism=str(arch.get("attention_mechanism", "IDENTITY")),
                               W_key_std=float(arch.get("W_qk_std", 1.0)), W_query_std=float(arch.get("W_qk_std", 1.0)),
@@ -76,19 +74,12 @@ def _attention(arch: Mapping[str, Any], structured: bool):
     return stax.GlobalSelfAttention(width, width, width, int(arch.get("n_heads", 1)), **kw)
 
 
-def build_model(family: str, depth: int, arch: Mapping[str, Any], n_out: int = N_CLASSES):
-    """``(init_fn, apply_fn, kernel_fn)`` of the model ``family`` with ``depth`` conv blocks (module table)."""
-    from ntkrepro.nt import stax
-
+def _readout(stax, family: str, arch: Mapping[str, Any], n_out: int) -> list:
+    """The layers of ``family`` after the conv stack, ending in ``Dense(n_out)`` (module table)."""
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; one of {FAMILIES}")
-    if depth < 0:
-        raise ValueError("depth must be >= 0")
     width = int(arch.get("width", 64))
     w_std, b_std = float(arch.get("W_std", 2.0 ** 0.5)), float(arch.get("b_std", 0.05))
-    layers = []
-    for _ in range(depth):
-        layers += [stax.Conv(width, (3, 3), padding="SAME", W_std=w_std, b_std=b_std), stax.Relu()]
     if family == "flatten":
         tail = [stax.Flatten()]
     elif family == "gap":
@@ -97,14 +88,52 @@ def build_model(family: str, depth: int, arch: Mapping[str, Any], n_out: int = N
         w = int(arch.get("lap_window", 2))
         tail = [stax.AvgPool((w, w), strides=(w, w), padding="VALID"), stax.Flatten()]
     elif family == "vanilla":
-        tail = [_attention(arch, False), stax.Flatten()]
+        tail = [_attention(arch, False, stax), stax.Flatten()]
     elif family == "struct":
-        tail = [_attention(arch, True), stax.LayerNorm(axis=-1), stax.Flatten()]
+        tail = [_attention(arch, True, stax), stax.LayerNorm(axis=-1), stax.Flatten()]
     else:  # residual
         tail = [stax.Conv(width, (1, 1), W_std=w_std, b_std=b_std), stax.FanOut(2),
-                stax.parallel(stax.Identity(), _attention(arch, True)), stax.FanInSum(),
+                stax.parallel(stax.Identity(), _attention(arch, True, stax)), stax.FanInSum(),
                 stax.LayerNorm(axis=-1), stax.Flatten()]
-    return stax.serial(*layers, *tail, stax.Dense(n_out, W_std=1.0, b_std=0.0))
+    return [*tail, stax.Dense(n_out, W_std=1.0, b_std=0.0)]
+
+
+def _conv_stack(stax, depth: int, arch: Mapping[str, Any]) -> list:
+    """``depth`` blocks ``Conv(3x3, SAME) -> ReLU`` (the preceding depth)."""
+    if depth < 0:
+        raise ValueError("depth must be >= 0")
+    width = int(arch.get("width", 64))
+    w_std, b_std = float(arch.get("W_std", 2.0 ** 0.5)), float(arch.get("b_std", 0.05))
+    layers = []
+    for _ in range(depth):
+        layers += [stax.Conv(width, (3, 3), padding="SAME", W_std=w_std, b_std=b_std), stax.Relu()]
+    return layers
+
+
+def build_model(family: str, depth: int, arch: Mapping[str, Any], n_out: int = N_CLASSES):
+    """``(init_fn, apply_fn, kernel_fn)`` of the model ``family`` with ``depth`` conv blocks (module table)."""
+    from ntkrepro.nt import stax
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; one of {FAMILIES}")
+    return stax.serial(*_conv_stack(stax, depth, arch), *_readout(stax, family, arch, n_out))
+
+
+def build_sweep_model(families: Sequence[str], depth: int, arch: Mapping[str, Any], n_out: int = N_CLASSES):
+    r"""One :mod:`ntkrepro.kernels.fast` model whose outputs are the models of every family in
+    ``families`` at ``depth``: the shared conv stack, then ``FanOut`` into one readout per family
+    (``parallel``, no ``FanInSum``). Its ``kernel_fn`` returns one ``Kernel`` per family, each equal to
+    :func:`build_model`'s (a readout's NNGP and NTK depend only on the layers on its own path: the
+    other branches' weights do not reach its output; ``tests/test_h4_decisive.py`` checks it against
+    the standalone models and neural-tangents). The conv stack -- the costly part at 8x8, a
+    full-covariance stencil and ReLU per pair and layer -- is computed once for all families."""
+    from ntkrepro.kernels import fast
+
+    for f in families:
+        if f not in FAMILIES:
+            raise ValueError(f"unknown family {f!r}; one of {FAMILIES}")
+    branches = [fast.serial(*_readout(fast, f, arch, n_out)) for f in families]
+    return fast.serial(*_conv_stack(fast, depth, arch), fast.FanOut(len(branches)), fast.parallel(*branches))
 
 
 #: ``kernel_backend`` config value -> the backend name keyed into the kernel-block cache.
@@ -420,6 +449,7 @@ def h4_substitutes(r: Mapping[str, Any], scale: str) -> list[str]:
                     f"45K/5K and 50K/10K")
         subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
         subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
+    subs += [str(v) for v in r.get("extra_substitutes") or []]  # e.g. the decisive tier's (h4_decisive)
     if not is_official_archive(r["archive_sha256"]):
         subs.append(f"CIFAR-10 archive {r['archive']} is not the official cifar-10-python.tar.gz (sha256 "
                     f"{str(r['archive_sha256'])[:12]}... != {OFFICIAL_SHA256[:12]}...): the offline subset, decoded "

@@ -349,7 +349,7 @@ def evaluate_h4(results: Results, scale: str) -> Evaluation:
                                           np.asarray(a["curve_accuracy"]) - np.asarray(b["curve_accuracy"]),
                                           size=a.get("n_fit", n_fit), size_name=fit_name, max_size=paper_fit,
                                           max_name="the paper's 45K+5K"))
-    n_val = int(r["n_val"])
+    n_val = int(r.get("sweep_n_val", r["n_val"]))  # the depth sweep's validation images (decisive tier: its own split)
     depths = sorted(int(v) for v in r["depths"])
     small = set(depths[:2])
     non_flat = [f for f in r["families"] if f != "flatten"]

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.kernels._src.base import Info
+from ntkrepro.kernels._src.base import Info, convert_pair
+from ntkrepro.kernels._src.combinators import FanOut
 from ntkrepro.kernels._src.layers import Layer, Pair, Plan, Single, fast_inputs, input_pair, input_single
 
 BACKENDS = ("nt", "fast")
@@ -114,6 +115,31 @@ def _real_extent(x: Any, mask_constant: float) -> int:
     return int(real[-1]) + 1 if real.size else 0
 
 
+def output_modes(out_shape: Any) -> Any:
+    """The readout modes (``"none"``) of a model's output shape: ``"none"`` for one output without
+    spatial axes, a nested tuple of them for a model that ends in branches (``FanOut`` then
+    ``parallel`` without ``FanInSum``: several readouts sharing the layers before the fan-out).
+    A readout that keeps spatial axes is refused."""
+    if out_shape is None:
+        return "none"
+    if isinstance(out_shape, tuple) and out_shape and all(s is None or isinstance(s, tuple) for s in out_shape):
+        return tuple(output_modes(s) for s in out_shape)
+    raise ValueError("the fast backend needs a model that ends without spatial axes "
+                     f"(Flatten / GlobalAvgPool readout), got output shape {out_shape}")
+
+
+def output_pairs(out: Any) -> list[Pair]:
+    """The per-pair states of a model's outputs, flattened depth first (one for a single readout)."""
+    if isinstance(out, Pair):
+        return [out]
+    return [q for o in out for q in output_pairs(o)]
+
+
+def plan_outputs(plan: Plan) -> int:
+    """How many outputs a model with this plan has (1 unless it ends in branches)."""
+    return len(_modes(plan.out_mode))
+
+
 def _runs_eagerly(leaf: Layer, plan: Plan) -> bool:
     """Layers whose pair update is no computation (``Identity``; ``FanOut`` handing each branch
     the state in its own mode; ``FanInSum`` of two arrays is one addition): run without a compiled
@@ -166,10 +192,7 @@ class FastKernelFn:
         spatial = tuple(in_shape[:-1])
         # what each layer receives (shape, channels, Gaussian or not): refuse what neural-tangents refuses
         self.model.info(Info(spatial or None, int(in_shape[-1]), False))
-        plan = self.model.plan(spatial or None, "none")
-        if plan.out_shape is not None:
-            raise ValueError("the fast backend needs a model that ends without spatial axes "
-                             "(Flatten / GlobalAvgPool readout)")
+        plan = self.model.plan(spatial or None, output_modes(self.model.out_shape(spatial or None)))
         first = plan.in_mode
         model = self.model
 
@@ -182,12 +205,16 @@ class FastKernelFn:
             _, aux = model.single(Single(cov, mask), plan)
             return x, aux
 
-        def finish(out: Pair):
+        def finish_one(out: Pair):
             nngp = out.k[:, 0]
             if not compute_ntk:
                 return nngp, None
             return nngp, {"array": lambda: out.k[:, 1], "copy": lambda: nngp,
                           "zero": lambda: jnp.zeros_like(nngp)}[out.ntk]()
+
+        def finish(out: Any) -> tuple:
+            """``((nngp, ntk), ...)``, one per model output (branches in order, depth first)."""
+            return tuple(finish_one(o) for o in output_pairs(out))
 
         if self._splits(in_shape, plan):
             # one XLA computation per layer: XLA's fusion across layers (stencil into ReLU into the
@@ -225,6 +252,8 @@ class FastKernelFn:
 
         if _runs_eagerly(leaf, plan):  # copies / a sum: no computation to compile
             return leaf.pair(p, aux1, aux2, plan)
+        if isinstance(leaf, FanOut):  # branches in other modes: one compiled reduction per mode, no copies
+            return tuple(p if m == plan.in_mode else self._convert(p, plan.in_mode, m) for m in plan.out_mode)
         is_tuple = not isinstance(p, Pair)
         ins = list(p) if is_tuple else [p]
         ntks = tuple(q.ntk for q in ins)
@@ -245,6 +274,16 @@ class FastKernelFn:
         ks = fn(tuple(q.k for q in ins), aux1, aux2, offset)
         outs = [Pair(k, n, offset) for k, n in zip(ks, meta["ntk"])]
         return tuple(outs) if meta["tuple"] else outs[0]
+
+    def _convert(self, p: Pair, src: str, dst: str) -> Pair:
+        """``convert_pair(p, src, dst)`` as one cached compiled computation (a ``FanOut`` branch that
+        needs less than the shared state, e.g. the diagonal for a Flatten readout)."""
+        import jax
+
+        key = ("convert", src, dst)
+        if key not in self._leaf_cache:
+            self._leaf_cache[key] = (jax.jit(lambda k: convert_pair(Pair(k, "array", None), src, dst).k), {})
+        return p._replace(k=self._leaf_cache[key][0](p.k))
 
     def profile_layers(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         """:meth:`_profile_layers` under this kernel's matmul precision."""
@@ -383,21 +422,26 @@ class FastKernelFn:
         xm2, aux2 = (xm1, aux1) if sym else single(x2)
         n1, n2 = x1.shape[0], x2.shape[0]
         rows = self.rows_for(n1, n2, x1.shape[1:], x1.dtype.itemsize, compute_ntk)
-        outs_k, outs_t = [], []
+        chunks: list[tuple] = []  # per chunk: ((nngp, ntk) per output)
         for start in range(0, n1, rows):
             idx = np.minimum(np.arange(start, start + rows), n1 - 1)
             take = (lambda a: a[idx]) if rows < n1 else (lambda a: a)  # noqa: E731
             offset = jnp.asarray(start, jnp.int32) if sym else None
-            k, t = pair(take(xm1), xm2, jax.tree_util.tree_map(take, aux1), aux2, offset)
+            outs = pair(take(xm1), xm2, jax.tree_util.tree_map(take, aux1), aux2, offset)
             valid = min(rows, n1 - start)
-            outs_k.append(k[:valid])
-            outs_t.append(None if t is None else t[:valid])
-        nngp = outs_k[0] if len(outs_k) == 1 else jnp.concatenate(outs_k)
-        ntk = None if not compute_ntk else (outs_t[0] if len(outs_t) == 1 else jnp.concatenate(outs_t))
-        res = {"nngp": nngp, "ntk": ntk}
-        if single_get:
-            return res[names[0]]
-        return collections.namedtuple("Kernel", names)(*(res[g] for g in names))
+            chunks.append(tuple((k[:valid], None if t is None else t[:valid]) for k, t in outs))
+        kernel = collections.namedtuple("Kernel", names)
+        results = []
+        for o in range(len(chunks[0])):
+            ks = [c[o][0] for c in chunks]
+            nngp = ks[0] if len(ks) == 1 else jnp.concatenate(ks)
+            ntk = None
+            if compute_ntk:
+                ts = [c[o][1] for c in chunks]
+                ntk = ts[0] if len(ts) == 1 else jnp.concatenate(ts)
+            res = {"nngp": nngp, "ntk": ntk}
+            results.append(res[names[0]] if single_get else kernel(*(res[g] for g in names)))
+        return results if plan_outputs(plan) > 1 else results[0]
 
 
 def nt_kernel_fn(model: Layer) -> Callable[..., Any]:

@@ -1,0 +1,76 @@
+"""Fill a decisive claim's missing cells one at a time and commit each as it is archived (issue 37, item 3).
+
+    .venv/bin/python workflow/scripts/decisive_fill.py H4 [--max-cells N] [--commit] [--plan config/decisive.yaml]
+
+Before each cell it prints the cell's predicted cost when the plan states one (H4: ``section.cost``,
+``ntkrepro.hron2020.h4_decisive.predict_seconds``); after it, the measured CPU and wall time and
+measured / predicted. With ``--commit`` each archived cell is committed alone (``git add`` of the cell
+file only), so an interrupted session loses at most the cell in flight; ``snakemake decide`` is the
+Snakemake / SLURM way to compute the same cells. Run it at low priority beside other work:
+``nice -n 19 .venv/bin/python workflow/scripts/decisive_fill.py H4 --commit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from ntkrepro import decisive
+from ntkrepro.io import read_json
+
+
+def _predict(claim: str, spec: dict, cell: dict) -> dict | None:
+    sec = spec["section"]
+    if claim != "H4" or not sec.get("cost"):
+        return None
+    from ntkrepro.hron2020.h4_decisive import predict_seconds
+
+    return predict_seconds(sec, sec["part_specs"][int(cell["part"])], sec["cost"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("claim")
+    ap.add_argument("--plan", default="config/decisive.yaml")
+    ap.add_argument("--max-cells", type=int, default=None)
+    ap.add_argument("--commit", action="store_true", help="git-commit each archived cell as it is written")
+    args = ap.parse_args(argv)
+    plan = decisive.load_plan(args.plan)
+    if args.claim not in plan["claims"]:
+        print(f"{args.plan}: no claim {args.claim!r} (claims: {sorted(plan['claims'])})", file=sys.stderr)
+        return 2
+    spec = plan["claims"][args.claim]
+    if spec.get("status") != "run":
+        print(f"{args.plan}: {args.claim} has status {spec.get('status')!r}, not 'run': nothing to compute",
+              file=sys.stderr)
+        return 2
+    done = 0
+    for cell in decisive.cells(spec):
+        out = decisive.cell_path(plan["archive"], args.claim, cell["name"])
+        if out.exists():
+            continue
+        if args.max_cells is not None and done >= args.max_cells:
+            break
+        pred = _predict(args.claim, spec, cell)
+        print(f"{args.claim} {cell['name']}: predicted {pred}" if pred else f"{args.claim} {cell['name']}: computing",
+              flush=True)
+        (path,) = decisive.fill(args.claim, spec, plan["archive"], max_cells=1)
+        data = read_json(path)
+        cpu, wall = float(data.get("cpu_seconds") or 0), float(data["wall_seconds"])
+        ratio = f", measured/predicted CPU {cpu / pred['total_cpu_s']:.2f}" if pred else ""
+        print(f"{args.claim} {cell['name']}: {cpu:.0f} CPU-s, {wall:.0f} s wall{ratio} -> {path}", flush=True)
+        if args.commit:
+            subprocess.run(["git", "add", str(path)], check=True)
+            msg = (f"archive/decisive {args.claim} ({args.plan}): cell {cell['name']}, {wall:.0f} s wall, "
+                   f"{cpu:.0f} CPU-s{ratio} (nice 19, shared 2-core CPU)")
+            subprocess.run(["git", "commit", "-q", "-m", msg, "--", str(path)], check=True)
+        done += 1
+    print(f"{args.claim}: {done} cell(s) computed; {len(decisive.archived_cells(plan['archive'], args.claim))}/"
+          f"{len(decisive.cells(spec))} archived", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
