@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ntkrepro import decisive
@@ -28,6 +29,17 @@ def _predict(claim: str, spec: dict, cell: dict) -> dict | None:
     from ntkrepro.hron2020.h4_decisive import predict_seconds
 
     return predict_seconds(sec, sec["part_specs"][int(cell["part"])], sec["cost"])
+
+
+def _commit(path: Path, msg: str, tries: int = 10) -> None:
+    """``git add`` + ``git commit`` of the cell file alone, retried while another git command holds the index."""
+    for i in range(tries):
+        add = subprocess.run(["git", "add", str(path)], capture_output=True, text=True)
+        com = subprocess.run(["git", "commit", "-q", "-m", msg, "--", str(path)], capture_output=True, text=True)
+        if add.returncode == 0 and com.returncode == 0:
+            return
+        time.sleep(5 * (i + 1))
+    print(f"could not commit {path}: {add.stderr}{com.stderr}; it is archived, commit it by hand", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,10 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         ratio = f", measured/predicted CPU {cpu / pred['total_cpu_s']:.2f}" if pred else ""
         print(f"{args.claim} {cell['name']}: {cpu:.0f} CPU-s, {wall:.0f} s wall{ratio} -> {path}", flush=True)
         if args.commit:
-            subprocess.run(["git", "add", str(path)], check=True)
             msg = (f"archive/decisive {args.claim} ({args.plan}): cell {cell['name']}, {wall:.0f} s wall, "
                    f"{cpu:.0f} CPU-s{ratio} (nice 19, shared 2-core CPU)")
-            subprocess.run(["git", "commit", "-q", "-m", msg, "--", str(path)], check=True)
+            _commit(path, msg)
         done += 1
     print(f"{args.claim}: {done} cell(s) computed; {len(decisive.archived_cells(plan['archive'], args.claim))}/"
           f"{len(decisive.cells(spec))} archived", flush=True)
