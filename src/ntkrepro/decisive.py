@@ -242,6 +242,8 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
     provs = [c["data"]["provenance"] for c in checked]
     record: dict[str, Any] = {
         "id": claim, "tier": TIER, "scale": spec["scale"], "archive": str(Path(archive) / claim),
+        # a word for sizes that are neither the default run's nor the paper's (H4: "reduced"), shown in the table
+        "settings": spec.get("settings") or spec["scale"],
         "cells_planned": len(planned), "cells_archived": len(checked), "cells_stale": stale,
         "cells_missing": sorted(names - {Path(c["path"]).stem for c in checked}),
         "cells_sha256": {c["path"]: c["sha256"] for c in checked},
@@ -335,7 +337,7 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
     from ntkrepro import ledger
 
     ev = record.get("evaluation")
-    out = {k: record.get(k) for k in ("tier", "state", "verdict", "scale", "archive", "cells_planned",
+    out = {k: record.get(k) for k in ("tier", "state", "verdict", "scale", "settings", "archive", "cells_planned",
                                       "cells_archived", "cells_stale", "commits", "config_hashes", "dirty", "devices", "dates",
                                       "wall_seconds", "cpu_seconds", "cells_with_cpu_seconds", "reason",
                                       "partial")}
@@ -362,7 +364,7 @@ def table_cell(record: Mapping[str, Any] | None) -> str:
     where = f"archived: {'; '.join(record.get('devices') or ['?'])}, {day}, {commits}"
     n = f"{record.get('cells_archived')}/{record.get('cells_planned')} cells"
     if record.get("scale") not in (None, "paper"):  # e.g. A4: the default run's settings at its power line's seeds
-        n += f" at the {record['scale']} settings"
+        n += f" at the {record.get('settings') or record['scale']} settings"
     if record["state"] == STALE:
         return f"STALE ({len(record.get('cells_stale') or [])} cells computed by older code; not used; {where})"
     if record["state"] == INCOMPLETE:

@@ -168,7 +168,8 @@ def tier_row(claim: str, spec: Mapping[str, Any], record: Mapping[str, Any]) -> 
     """One row of the decisive tier's table from a :func:`ntkrepro.decisive.judge` record: what was planned,
     how much is archived, the verdict by today's criterion, on which device, when, and how long the
     archived cells took (wall time as run, CPU time where the cells record it)."""
-    settings = "the paper's settings" if spec.get("scale") == "paper" else f"the {spec.get('scale')} settings"
+    settings = ("the paper's settings" if spec.get("scale") == "paper"
+                else f"the {spec.get('settings') or spec.get('scale')} settings")
     from ntkrepro.decisive import COMPLETE, INCOMPLETE, STALE
 
     state = record.get("state")
