@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: Per claim: the code that computes an archived cell -- whole modules (``"pkg.mod"``) or single
 #: functions (``"pkg.mod:name"``). Editing any of them makes the claim's archived cells STALE.
@@ -71,6 +72,115 @@ def compute_code_hash(claim: str) -> str:
     return code_hash_of(COMPUTE_CODE[claim])
 
 
+# Module constants (issue 39, defect 3). ``compute_code_hash`` hashes the SOURCE of the listed functions, so
+# ``N_FREQ = 8`` at the top of forecasting.py (used by positional_channels) or H5's ``CONTROL_SEED_OFFSET`` was
+# outside it: changing one left cells computed under the old value judged as current. The scheme chosen:
+#
+# - the function hash (``compute_code``) is unchanged, so every archived cell keeps its hash and no
+#   Snakemake ``params`` trigger reruns hours of archived training;
+# - beside it, :func:`compute_constants` lists the module-level constants the listed functions use, BY VALUE
+#   (every name a listed function's source mentions that its module assigns at top level and whose value is
+#   plain data: numbers, text, tuples, lists, dicts; functions, loggers, modules are code, not constants);
+#   whole modules listed in COMPUTE_CODE are hashed with their source already. A cell written by
+#   ``ntkrepro.run`` at scale ``decisive`` records their hash as ``compute_constants``
+#   (:func:`compute_constants_hash`); a cell whose ``compute_constants`` differs from today's is STALE;
+# - the cells archived before constants were recorded (A1, A4, H5, 2026-12-04/05) have no
+#   ``compute_constants``: they were computed with the values pinned in :data:`ARCHIVED_CONSTANTS`, and such a
+#   cell is STALE when today's constants differ from its claim's pin. A claim without a pin and a cell without
+#   ``compute_constants`` cannot be checked for constants (only for code); ``verify`` says so.
+#
+# Not covered: constants imported from other modules (``from x import C``) and values read at call time
+# (environment, files): list the module whole in COMPUTE_CODE when it matters.
+
+#: The module constants the cells archived before issue 39 were computed with (:func:`compute_constants`
+#: of that day's code); a cell without ``compute_constants`` is judged against its claim's pin.
+ARCHIVED_CONSTANTS: dict[str, dict[str, str]] = {
+    "A1": {},
+    "A4": {"ntkrepro.arda2026.forecasting:N_FREQ": "8"},
+    "H5": {"ntkrepro.hron2020.finite_nets:CONTROL_SEED_OFFSET": "100000",
+           "ntkrepro.hron2020.finite_nets:LAYER_NORMS": "tuple('none', 'per_head', 'output')",
+           "ntkrepro.hron2020.finite_nets:MECHANISMS": "tuple('softmax', 'relu', 'identity')"},
+}
+
+
+def _plain(value):
+    """A canonical text of ``value`` when it is plain data (else None: code, not a constant)."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        items = [_plain(v) for v in value]
+        return None if None in items else type(value).__name__ + "(" + ", ".join(items) + ")"
+    if isinstance(value, (set, frozenset)):
+        items = [_plain(v) for v in value]
+        return None if None in items else type(value).__name__ + "(" + ", ".join(sorted(items)) + ")"
+    if isinstance(value, dict):
+        items = [(_plain(k), _plain(v)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "dict(" + ", ".join(f"{k}: {v}" for k, v in items) + ")"
+    return None
+
+
+def _module_assigned(mod) -> set[str]:
+    """The names a module assigns at top level (``X = ...``, ``X: T = ...``)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.parse(inspect.getsource(mod)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    names.add(n.id)
+    return names
+
+
+def compute_constants(claim: str) -> dict[str, str]:
+    """``"module:NAME" -> value`` of every module-level constant a function listed for ``claim`` in
+    :data:`COMPUTE_CODE` mentions (its body, defaults and decorators), by value (see the notes above)."""
+    import ast
+    import textwrap
+
+    out: dict[str, str] = {}
+    for ref in COMPUTE_CODE[claim]:
+        module, _, name = ref.partition(":")
+        if not name:
+            continue  # a whole module: its source, constants included, is in compute_code
+        mod = importlib.import_module(module)
+        used = {n.id for n in ast.walk(ast.parse(textwrap.dedent(_source(ref)))) if isinstance(n, ast.Name)}
+        for const in sorted(used & _module_assigned(mod)):
+            text = _plain(getattr(mod, const, None)) if hasattr(mod, const) else None
+            if text is not None:
+                out[f"{module}:{const}"] = text
+    return dict(sorted(out.items()))
+
+
+def compute_constants_hash(claim: str, constants: Mapping[str, str] | None = None) -> str:
+    """SHA-256 of :func:`compute_constants` (or of ``constants``): what a cell records as ``compute_constants``."""
+    consts = compute_constants(claim) if constants is None else constants
+    h = hashlib.sha256()
+    for k, v in sorted(consts.items()):
+        h.update(k.encode() + b"\0" + v.encode() + b"\0")
+    return h.hexdigest()
+
+
+def constants_changed(claim: str, cell: Mapping[str, Any]) -> list[str] | None:
+    """Whether the module constants ``cell`` was computed with differ from today's: ``[]`` (same), the
+    changed names (a cell without ``compute_constants``, against :data:`ARCHIVED_CONSTANTS`; or
+    ``["compute_constants"]``), or None when it cannot be told (no record and no pin)."""
+    if claim not in COMPUTE_CODE:
+        return None
+    now = compute_constants(claim)
+    rec = cell.get("compute_constants")
+    if rec is not None:
+        return [] if rec == compute_constants_hash(claim, now) else ["compute_constants"]
+    pin = ARCHIVED_CONSTANTS.get(claim)
+    if pin is None:
+        return None
+    return sorted(k for k in set(pin) | set(now) if pin.get(k) != now.get(k))
+
+
 # --------------------------------------------------------------------------------------------
 # The archive: cells, their plan, verification
 # (everything below is orchestration and judging; it is not part of COMPUTE_CODE)
@@ -92,6 +202,9 @@ ARCHIVE = "archive/decisive"
 MAX_FILE_BYTES = 1 << 20
 #: The tier's name in the ledger entry, table and report.
 TIER = "decisive"
+
+#: The command that computes (or recomputes) missing archived cells.
+DECIDE = "snakemake decide --configfile config/decisive.yaml"
 
 #: States of an archived claim (the table's "decisive run" column leads with them).
 COMPLETE, INCOMPLETE, STALE, EMPTY = "complete", "INCOMPLETE", "STALE", "none"
@@ -152,21 +265,40 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
     wall time). Returns ``{"path", "data", "sha256", "stale"}``; ``stale`` is True when the code that
     computed it (``compute_code``) is not today's (:func:`compute_code_hash`, or ``code_hash``)."""
     p = Path(path)
+    if p.is_dir():
+        raise ArchiveError(f"{p}: a directory, not an archived cell file; move it out of the archive")
     size = p.stat().st_size
     if size > max_bytes:
         raise ArchiveError(f"{p}: {size} bytes, over the archive's budget of {max_bytes} bytes per file "
                            "(results only: no kernel matrices)")
-    data = read_json(p)
-    if not isinstance(data, dict) or not check_seal(data, p):
+    try:
+        data = read_json(p)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ArchiveError(f"{p}: not a JSON cell ({size} bytes{'' if size else ', empty'}; {err}): a truncated or "
+                           f"broken copy; delete it and run `{DECIDE}`") from None
+    try:
+        sealed = isinstance(data, dict) and check_seal(data, p)
+    except TamperedFileError as err:  # its advice "rerun snakemake" recomputes a result, not an archived cell
+        raise TamperedFileError(str(err).replace("rerun snakemake to recompute it", f"run `{DECIDE}` to recompute "
+                                                 "it (an archived cell is never recomputed by `snakemake all`)")) from None
+    if not sealed:
         raise ArchiveError(f"{p}: not sealed (provenance.sealed missing): not an archived result; delete it "
                            "and run `snakemake decide --configfile config/decisive.yaml`")
     if data.get("claim") != claim:
         raise ArchiveError(f"{p}: a result of {data.get('claim')!r}, archived under {claim}")
+    cell = data.get("cell")
+    if isinstance(cell, Mapping):  # the file's name is the cell it holds (a copy under another name is refused)
+        ints = {k: v for k, v in cell.items() if isinstance(v, int) and not isinstance(v, bool)}
+        if ints and cell_name(ints) != p.stem:
+            raise ArchiveError(f"{p}: holds the cell {cell_name(ints)} ({', '.join(f'{k} {v}' for k, v in ints.items())}), "
+                               f"not {p.stem}: a copy under another name; delete it and run `{DECIDE}`")
     prov = data.get("provenance") or {}
     if not (prov.get("git") or {}).get("commit") or not prov.get("created_utc") or "wall_seconds" not in data:
         raise ArchiveError(f"{p}: no provenance (commit, date, wall time)")
     want = code_hash if code_hash is not None else compute_code_hash(claim)
-    return {"path": str(p), "data": data, "sha256": sha256_file(p), "stale": data.get("compute_code") != want}
+    consts = constants_changed(claim, data)  # module constants (issue 39): [] same, names changed, None unknown
+    return {"path": str(p), "data": data, "sha256": sha256_file(p),
+            "stale": data.get("compute_code") != want or bool(consts), "constants_changed": consts}
 
 
 class _Ctx:
@@ -411,6 +543,9 @@ def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, 
     from ntkrepro.io import canonical_hash
     from ntkrepro.run import execute
 
+    check_spec(claim, spec, "the plan given to decisive.fill")
+    if Path(archive).exists() and not Path(archive).is_dir():
+        raise ArchiveError(f"archive {archive}: a file, not the archive folder (archive/decisive)")
     written: list[Path] = []
     for c in cells(spec):
         out = cell_path(archive, claim, c["name"])
@@ -430,13 +565,109 @@ def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, 
 
 
 def load_plan(path: str | Path = "config/decisive.yaml") -> dict[str, Any]:
-    """The ``decisive`` section of config/decisive.yaml."""
-    import yaml
+    """The ``decisive`` section of config/decisive.yaml, checked (:func:`check_plan`); every refusal names the file."""
+    from ntkrepro.configcheck import ConfigError, load_strict
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    p = Path(path)
+    if not p.is_file():
+        raise ArchiveError(f"{p}: {'a directory' if p.is_dir() else 'no such file'}, not the decisive plan; give "
+                           "--plan config/decisive.yaml (paths are relative to the repository root)")
+    try:
+        data = load_strict(p)
+    except ConfigError as err:
+        raise ArchiveError(str(err).replace("--configfile ", "", 1)) from None
     if set(data) != {"decisive"}:
         raise ArchiveError(f"{path}: an overlay sets only `decisive` (got {sorted(data)})")
+    here = p.parent if (p.parent / "paper.yaml").is_file() else Path("config")
+    check_plan(data["decisive"], str(p), here)
     return data["decisive"]
+
+
+#: The keys a ``run`` claim of the plan needs (workflow/schemas/decisive.schema.yaml says what each is).
+RUN_KEYS = ("cell", "cell_function", "aggregate_function", "results_stem", "section", "scale")
+
+
+def check_spec(claim: str, spec: Any, where: str = "config/decisive.yaml") -> None:
+    """Refuse a claim entry of the plan that :func:`cells` / :func:`judge` / :func:`fill` cannot use, naming the key."""
+    key = f"{where}: decisive.claims.{claim}"
+    if not isinstance(spec, Mapping):
+        raise ArchiveError(f"{key} is a {type(spec).__name__}, not a mapping (status, scale, ...)")
+    if spec.get("status") != "run":
+        return
+    missing = [k for k in RUN_KEYS if k not in spec]
+    if missing:
+        raise ArchiveError(f"{key}: a `run` claim needs {', '.join(missing)} (see the other run claims)")
+    if not isinstance(spec["section"], Mapping):
+        raise ArchiveError(f"{key}.section is a {type(spec['section']).__name__}, not a mapping of the claim's settings")
+    if not isinstance(spec["cell"], list) or not spec["cell"]:
+        raise ArchiveError(f"{key}.cell must be a list of section keys (e.g. [seeds, widths]), got {spec['cell']!r}")
+    for k in spec["cell"]:
+        v = spec["section"].get(k) if isinstance(k, str) else None
+        if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            raise ArchiveError(f"{key}.cell names {k!r}, but section.{k} is {'missing' if v is None else repr(v)[:60]}: "
+                               "each cell key must be a section key holding a list of whole numbers")
+    for k in ("cell_function", "aggregate_function"):
+        ref = spec[k]
+        try:
+            if not isinstance(ref, str) or ":" not in ref:
+                raise ValueError("not 'module:function'")
+            if not callable(_resolve(ref)):
+                raise ValueError("not a function")
+        except (ImportError, AttributeError, ValueError) as err:
+            raise ArchiveError(f"{key}.{k}: {ref!r} is not a function of the library ({err}); give "
+                               "'package.module:function'") from None
+
+
+def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str | Path | None = "config") -> None:
+    """Refuse a plan (the ``decisive`` section) whose keys are missing or of the wrong kind, naming the key;
+    and each claim's ``scale`` label that its sizes contradict (issue 39: the check of
+    :func:`ntkrepro.configcheck.check_scale_label`, on the claim's ``section`` or ``size`` placed where the
+    scale files keep that claim): ``scale: paper`` on A4's default-run sizes would drop "[default settings]"."""
+    from ntkrepro.configcheck import ConfigError, check_scale_label, load_strict
+
+    if not isinstance(plan, Mapping):
+        raise ArchiveError(f"{where}: `decisive` is a {type(plan).__name__}, not a mapping of archive, "
+                           "max_file_bytes and claims")
+    for k in ("archive", "max_file_bytes", "claims"):
+        if k not in plan:
+            raise ArchiveError(f"{where}: decisive.{k} is missing (see config/decisive.yaml)")
+    if not isinstance(plan["archive"], str) or not plan["archive"].strip():
+        raise ArchiveError(f"{where}: decisive.archive must be a folder name (archive/decisive), got {plan['archive']!r}")
+    mfb = plan["max_file_bytes"]
+    if not isinstance(mfb, int) or isinstance(mfb, bool) or mfb <= 0:
+        raise ArchiveError(f"{where}: decisive.max_file_bytes must be a positive whole number of bytes "
+                           f"(1048576 = 1 MiB), got {mfb!r}{' (text)' if isinstance(mfb, str) else ''}")
+    if not isinstance(plan["claims"], Mapping):
+        raise ArchiveError(f"{where}: decisive.claims is a {type(plan['claims']).__name__}, not a mapping claim -> entry")
+    for claim, spec in plan["claims"].items():
+        check_spec(claim, spec, where)
+    if config_dir is None or not (Path(config_dir) / "default.yaml").is_file():
+        return
+    try:
+        default = load_strict(Path(config_dir) / "default.yaml")
+        for claim, spec in plan["claims"].items():
+            sizes = spec.get("section") if spec.get("section") is not None else spec.get("size")
+            papers = [k for k, v in default.items() if isinstance(v, Mapping) and claim in v]
+            if isinstance(sizes, Mapping) and sizes and papers:
+                check_scale_label({"scale": spec.get("scale"), papers[0]: {claim: sizes}},
+                                  f"{where}: decisive.claims.{claim}", config_dir)
+    except ConfigError as err:
+        raise ArchiveError(str(err)) from None
+
+
+def check_archive(archive: str | Path, plan: Mapping[str, Any] | None = None) -> Path:
+    """Refuse an archive folder that does not exist (a mistyped ``--archive`` read as an empty archive would
+    erase every decisive verdict) or that holds no cells folder of any planned ``run`` claim."""
+    a = Path(archive)
+    if not a.is_dir():
+        raise ArchiveError(f"archive {a}: {'a file' if a.exists() else 'no such folder'}, not the decisive archive "
+                           "(archive/decisive, relative to the repository root); nothing was changed")
+    if plan is not None:
+        run = [c for c, s in plan["claims"].items() if isinstance(s, Mapping) and s.get("status") == "run"]
+        if run and not any((a / c / "cells").is_dir() for c in run):
+            raise ArchiveError(f"archive {a}: holds no <CLAIM>/cells/ folder of the plan's claims ({', '.join(run)}): "
+                               "not the decisive archive (archive/decisive); nothing was changed")
+    return a
 
 
 def is_overlay(configfiles) -> bool:
@@ -462,10 +693,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("--delete-stale", action="store_true",
                    help="delete STALE cells, so that `snakemake decide` recomputes them with today's code")
     args = ap.parse_args(argv)
-    plan = load_plan(args.plan)
     try:
+        plan = load_plan(args.plan)
+        check_archive(plan["archive"], plan)
         if args.cmd == "judge":
-            rec = judge(args.claim, plan["claims"][args.claim], plan["archive"], max_bytes=int(plan["max_file_bytes"]))
+            spec = plan["claims"].get(args.claim)
+            if spec is None:
+                raise ArchiveError(f"{args.claim}: not a claim of {args.plan} (its claims: {', '.join(plan['claims'])})")
+            if spec.get("status") != "run":
+                raise ArchiveError(f"{args.claim}: {args.plan} plans no archived cells for it (status {spec.get('status')}"
+                                   f"{': ' + str(spec['reason']) if spec.get('reason') else ''}); nothing to judge")
+            rec = judge(args.claim, spec, plan["archive"], max_bytes=int(plan["max_file_bytes"]))
             write_json(args.out, rec)
             print(f"{args.claim} decisive: {table_cell({**rec, 'headline': summary(rec)['headline']})}")
             return 0
@@ -474,15 +712,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             for p in archived_cells(plan["archive"], claim):
                 try:
                     r = verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))
-                    print(f"{p}: {'STALE' if r['stale'] else 'ok'}")
+                    why = (f" (module constants changed: {', '.join(r['constants_changed'])})"
+                           if r["stale"] and r["constants_changed"] else "")
+                    print(f"{p}: {'STALE' if r['stale'] else 'ok'}{why}")
                     if r["stale"] and args.delete_stale:
                         p.unlink()
                         print(f"{p}: deleted (STALE); `snakemake decide` recomputes it")
-                except (TamperedFileError, ArchiveError) as err:
+                except (TamperedFileError, ArchiveError, OSError) as err:
                     bad += 1
                     print(f"REFUSED {err}", file=sys.stderr)
         return 1 if bad else 0
-    except (TamperedFileError, ArchiveError) as err:
+    except (TamperedFileError, ArchiveError, OSError) as err:
         print(f"decisive {args.cmd}: {err}", file=sys.stderr)
         return 1
 
