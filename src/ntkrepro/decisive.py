@@ -188,6 +188,7 @@ def constants_changed(claim: str, cell: Mapping[str, Any]) -> list[str] | None:
 import argparse  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -428,7 +429,7 @@ def _evaluate(claim: str, spec: Mapping[str, Any], paths: list[str], section: Ma
     from ntkrepro import ledger
 
     _import_claims(claim)
-    agg = _resolve(spec["aggregate_function"])({**section, "shard_files": list(paths)}, _Ctx())
+    agg = resolve_function(claim, spec, "aggregate_function")({**section, "shard_files": list(paths)}, _Ctx())
     agg["params"] = dict(section)
     results = {spec["results_stem"]: agg}
     return ledger.make_evaluation(claim, results, scale=spec["scale"])
@@ -544,6 +545,7 @@ def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, 
     from ntkrepro.run import execute
 
     check_spec(claim, spec, "the plan given to decisive.fill")
+    resolve_function(claim, spec, "cell_function")
     if Path(archive).exists() and not Path(archive).is_dir():
         raise ArchiveError(f"archive {archive}: a file, not the archive folder (archive/decisive)")
     written: list[Path] = []
@@ -606,16 +608,23 @@ def check_spec(claim: str, spec: Any, where: str = "config/decisive.yaml") -> No
         if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
             raise ArchiveError(f"{key}.cell names {k!r}, but section.{k} is {'missing' if v is None else repr(v)[:60]}: "
                                "each cell key must be a section key holding a list of whole numbers")
-    for k in ("cell_function", "aggregate_function"):
+    for k in ("cell_function", "aggregate_function"):  # the format only: importing them here would load jax
         ref = spec[k]
-        try:
-            if not isinstance(ref, str) or ":" not in ref:
-                raise ValueError("not 'module:function'")
-            if not callable(_resolve(ref)):
-                raise ValueError("not a function")
-        except (ImportError, AttributeError, ValueError) as err:
-            raise ArchiveError(f"{key}.{k}: {ref!r} is not a function of the library ({err}); give "
-                               "'package.module:function'") from None
+        if not isinstance(ref, str) or not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", ref):
+            raise ArchiveError(f"{key}.{k}: {ref!r} is not 'package.module:function'")
+
+
+def resolve_function(claim: str, spec: Mapping[str, Any], key: str) -> Any:
+    """The function ``spec[key]`` names (``cell_function``, ``aggregate_function``), or a refusal naming the key."""
+    ref = spec[key]
+    try:
+        fn = _resolve(ref)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ArchiveError(f"decisive.claims.{claim}.{key}: {ref!r} is not a function of the library "
+                           f"({type(err).__name__}: {err}); give 'package.module:function'") from None
+    if not callable(fn):
+        raise ArchiveError(f"decisive.claims.{claim}.{key}: {ref!r} is not a function")
+    return fn
 
 
 def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str | Path | None = "config") -> None:

@@ -21,6 +21,10 @@ DECISIVE_PLAN = (
     if "decisive" in config
     else _decisive.load_plan("config/decisive.yaml")
 )
+try:  # first, naming the claim and key; then each claim's scale label against its sizes (issue 39)
+    _decisive.check_plan(DECISIVE_PLAN, "the decisive plan (config/decisive.yaml or a --configfile overlay)")
+except _decisive.ArchiveError as _err:
+    raise WorkflowError(str(_err))
 validate(DECISIVE_PLAN, "../schemas/decisive.schema.yaml")
 DECISIVE_ARCHIVE = DECISIVE_PLAN["archive"]
 _DECISIVE_RUN = {
