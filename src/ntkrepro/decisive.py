@@ -4,13 +4,16 @@
 --configfile config/decisive.yaml`` computes it in shards (cells) and seals each cell into the committed
 ``archive/decisive/<CLAIM>/cells/``; ``snakemake all`` re-judges the archived cells with the CURRENT
 criterion of the claim. A cell records the hash of the code that computed it
-(:func:`compute_code_hash`: the sources listed in :data:`COMPUTE_CODE`, not the whole import closure,
-so that an edit to the statistics or the report does not invalidate hours of archived training); a cell
-whose hash differs from today's code is STALE and never used silently.
+(:func:`compute_code_hash`: the sources listed in :data:`COMPUTE_CODE` and the module constants they use,
+not the whole import closure, so that an edit to the statistics or the report does not invalidate hours of
+archived training); a cell whose hash differs from today's code is STALE and never used silently (the
+two schemes, and how the cells archived before constants were hashed are checked: see the notes above
+:data:`ARCHIVED_CONSTANTS`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
@@ -68,32 +71,43 @@ def code_hash_of(refs: Sequence[str]) -> str:
 
 
 def compute_code_hash(claim: str) -> str:
-    """Hash of the code computing ``claim``'s decisive cells today (:data:`COMPUTE_CODE`)."""
-    return code_hash_of(COMPUTE_CODE[claim])
+    """Hash of the code computing ``claim``'s decisive cells today, scheme 2 (issue 39): ``"v2:"`` + the
+    SHA-256 of the listed sources (:func:`code_hash_of` of :data:`COMPUTE_CODE`) and of the module constants
+    they use (:func:`compute_constants`). What a cell records as ``compute_code`` (the notes below)."""
+    h = hashlib.sha256()
+    h.update(code_hash_of(COMPUTE_CODE[claim]).encode() + b"\0" + compute_constants_hash(claim).encode())
+    return CODE_SCHEME + h.hexdigest()
 
 
-# Module constants (issue 39, defect 3). ``compute_code_hash`` hashes the SOURCE of the listed functions, so
-# ``N_FREQ = 8`` at the top of forecasting.py (used by positional_channels) or H5's ``CONTROL_SEED_OFFSET`` was
-# outside it: changing one left cells computed under the old value judged as current. The scheme chosen:
+# Module constants (issue 39, defect 3). Scheme 1 hashed the SOURCE of the listed functions only, so
+# ``N_FREQ = 8`` at the top of forecasting.py (used by positional_channels) or H5's ``CONTROL_SEED_OFFSET``
+# was outside it: changing one left cells computed under the old value judged as current. Scheme 2:
 #
-# - the function hash (``compute_code``) is unchanged, so every archived cell keeps its hash and no
-#   Snakemake ``params`` trigger reruns hours of archived training;
-# - beside it, :func:`compute_constants` lists the module-level constants the listed functions use, BY VALUE
-#   (every name a listed function's source mentions that its module assigns at top level and whose value is
-#   plain data: numbers, text, tuples, lists, dicts; functions, loggers, modules are code, not constants);
-#   whole modules listed in COMPUTE_CODE are hashed with their source already. A cell written by
-#   ``ntkrepro.run`` at scale ``decisive`` records their hash as ``compute_constants``
-#   (:func:`compute_constants_hash`); a cell whose ``compute_constants`` differs from today's is STALE;
-# - the cells archived before constants were recorded (A1, A4, H5, 2026-12-04/05) have no
-#   ``compute_constants``: they were computed with the values pinned in :data:`ARCHIVED_CONSTANTS`, and such a
-#   cell is STALE when today's constants differ from its claim's pin. A claim without a pin and a cell without
-#   ``compute_constants`` cannot be checked for constants (only for code); ``verify`` says so.
+# - :func:`compute_constants` lists the module-level constants the listed functions use, BY VALUE: every
+#   name a listed function's source mentions (body, defaults, decorators) that its module assigns at top
+#   level and whose value is plain data (numbers, text, tuples, lists, dicts; functions, loggers, jitted
+#   code are code, not constants). Modules listed whole are hashed with their source, constants included.
+# - :func:`compute_code_hash` (what a cell function records as ``compute_code``) hashes both, prefixed
+#   ``v2:``; a cell recording another value is STALE.
+# - The cells archived under scheme 1 (A1, A4, H5, 2026-12-04/05; sealed, so they cannot gain a field)
+#   record the bare source hash. Such a cell is current when its hash equals today's scheme-1 hash
+#   (:func:`code_hash_of`) AND today's constants equal the values its claim's cells were computed with,
+#   pinned in :data:`ARCHIVED_CONSTANTS` (those values were today's when the pin was written: the same
+#   code computed them). Change ``N_FREQ`` and A4's pin differs: every archived A4 cell is STALE. A
+#   scheme-1 cell of a claim without a pin is STALE: its constants cannot be told.
+# - Snakemake's ``params`` trigger of ``decisive_cell`` keeps the scheme-1 hash (unchanged for the archived
+#   cells, so no archived cell is recomputed by the change of scheme); a STALE cell is deleted and
+#   recomputed (``verify --delete-stale``, then ``snakemake decide``), as before.
 #
 # Not covered: constants imported from other modules (``from x import C``) and values read at call time
-# (environment, files): list the module whole in COMPUTE_CODE when it matters.
+# (environment, files): list such a module whole in COMPUTE_CODE when it matters.
 
-#: The module constants the cells archived before issue 39 were computed with (:func:`compute_constants`
-#: of that day's code); a cell without ``compute_constants`` is judged against its claim's pin.
+#: The prefix of a scheme-2 ``compute_code`` (:func:`compute_code_hash`); a bare hash is scheme 1.
+CODE_SCHEME = "v2:"
+
+#: Per claim, the module constants its scheme-1 cells (archived before issue 39) were computed with:
+#: :func:`compute_constants` of the code that computed them, which was today's when this was written.
+#: Never edit a value to make cells current: a changed constant means the cells are recomputed.
 ARCHIVED_CONSTANTS: dict[str, dict[str, str]] = {
     "A1": {},
     "A4": {"ntkrepro.arda2026.forecasting:N_FREQ": "8"},
@@ -121,35 +135,42 @@ def _plain(value):
     return None
 
 
-def _module_assigned(mod) -> set[str]:
-    """The names a module assigns at top level (``X = ...``, ``X: T = ...``)."""
+@functools.lru_cache(maxsize=None)
+def _module_assigned(module: str) -> frozenset[str]:
+    """The names a module assigns at top level (``X = ...``, ``X: T = ...``); cached per module (its source
+    does not change while a process runs; the VALUES are read afresh each time)."""
     import ast
 
     names: set[str] = set()
-    for node in ast.parse(inspect.getsource(mod)).body:
+    for node in ast.parse(inspect.getsource(importlib.import_module(module))).body:
         targets = node.targets if isinstance(node, ast.Assign) else (
             [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
         for t in targets:
             for n in ast.walk(t):
                 if isinstance(n, ast.Name):
                     names.add(n.id)
-    return names
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=None)
+def _names_in(source: str) -> frozenset[str]:
+    """Every name a function's source mentions (body, defaults, decorators)."""
+    import ast
+    import textwrap
+
+    return frozenset(n.id for n in ast.walk(ast.parse(textwrap.dedent(source))) if isinstance(n, ast.Name))
 
 
 def compute_constants(claim: str) -> dict[str, str]:
     """``"module:NAME" -> value`` of every module-level constant a function listed for ``claim`` in
     :data:`COMPUTE_CODE` mentions (its body, defaults and decorators), by value (see the notes above)."""
-    import ast
-    import textwrap
-
     out: dict[str, str] = {}
     for ref in COMPUTE_CODE[claim]:
         module, _, name = ref.partition(":")
         if not name:
             continue  # a whole module: its source, constants included, is in compute_code
         mod = importlib.import_module(module)
-        used = {n.id for n in ast.walk(ast.parse(textwrap.dedent(_source(ref)))) if isinstance(n, ast.Name)}
-        for const in sorted(used & _module_assigned(mod)):
+        for const in sorted(_names_in(_source(ref)) & _module_assigned(module)):
             text = _plain(getattr(mod, const, None)) if hasattr(mod, const) else None
             if text is not None:
                 out[f"{module}:{const}"] = text
@@ -157,7 +178,7 @@ def compute_constants(claim: str) -> dict[str, str]:
 
 
 def compute_constants_hash(claim: str, constants: Mapping[str, str] | None = None) -> str:
-    """SHA-256 of :func:`compute_constants` (or of ``constants``): what a cell records as ``compute_constants``."""
+    """SHA-256 of :func:`compute_constants` (or of ``constants``), part of :func:`compute_code_hash`."""
     consts = compute_constants(claim) if constants is None else constants
     h = hashlib.sha256()
     for k, v in sorted(consts.items()):
@@ -165,20 +186,33 @@ def compute_constants_hash(claim: str, constants: Mapping[str, str] | None = Non
     return h.hexdigest()
 
 
-def constants_changed(claim: str, cell: Mapping[str, Any]) -> list[str] | None:
-    """Whether the module constants ``cell`` was computed with differ from today's: ``[]`` (same), the
-    changed names (a cell without ``compute_constants``, against :data:`ARCHIVED_CONSTANTS`; or
-    ``["compute_constants"]``), or None when it cannot be told (no record and no pin)."""
-    if claim not in COMPUTE_CODE:
+def pinned_constants_changed(claim: str) -> list[str] | None:
+    """The module constants of ``claim`` whose value today differs from the value its scheme-1 cells were
+    computed with (:data:`ARCHIVED_CONSTANTS`): ``[]`` when none, None when the claim has no pin."""
+    pin = ARCHIVED_CONSTANTS.get(claim)
+    if pin is None or claim not in COMPUTE_CODE:
         return None
     now = compute_constants(claim)
-    rec = cell.get("compute_constants")
-    if rec is not None:
-        return [] if rec == compute_constants_hash(claim, now) else ["compute_constants"]
-    pin = ARCHIVED_CONSTANTS.get(claim)
-    if pin is None:
-        return None
     return sorted(k for k in set(pin) | set(now) if pin.get(k) != now.get(k))
+
+
+def code_state(claim: str, recorded: Any, code_hash: str | None = None) -> tuple[bool, str]:
+    """(stale, why) of a cell that recorded ``compute_code`` = ``recorded``: current when it equals today's
+    hash (``code_hash`` when given, else :func:`compute_code_hash`), or, for a scheme-1 cell, when its hash
+    equals today's scheme-1 hash and the claim's pinned constants are today's (the notes above)."""
+    want = code_hash if code_hash is not None else compute_code_hash(claim)
+    if recorded == want:
+        return False, ""
+    if code_hash is None and isinstance(recorded, str) and not recorded.startswith(CODE_SCHEME) \
+            and claim in COMPUTE_CODE and recorded == code_hash_of(COMPUTE_CODE[claim]):
+        changed = pinned_constants_changed(claim)
+        if changed is None:
+            return True, (f"computed before module constants were hashed (scheme 1), and {claim} has no pin in "
+                          "ntkrepro.decisive.ARCHIVED_CONSTANTS: its constants cannot be told")
+        if changed:
+            return True, f"module constants changed since it was computed: {', '.join(changed)}"
+        return False, ""
+    return True, "computed by other code than today's (compute_code differs)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,10 +330,8 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
     prov = data.get("provenance") or {}
     if not (prov.get("git") or {}).get("commit") or not prov.get("created_utc") or "wall_seconds" not in data:
         raise ArchiveError(f"{p}: no provenance (commit, date, wall time)")
-    want = code_hash if code_hash is not None else compute_code_hash(claim)
-    consts = constants_changed(claim, data)  # module constants (issue 39): [] same, names changed, None unknown
-    return {"path": str(p), "data": data, "sha256": sha256_file(p),
-            "stale": data.get("compute_code") != want or bool(consts), "constants_changed": consts}
+    stale, why = code_state(claim, data.get("compute_code"), code_hash)  # code and module constants (issue 39)
+    return {"path": str(p), "data": data, "sha256": sha256_file(p), "stale": stale, "stale_why": why}
 
 
 class _Ctx:
@@ -382,8 +414,9 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
     if stale:
         return {**record, "state": STALE, "verdict": None, "evaluation": None, "partial": None,
                 "reason": f"{len(stale)} of {len(checked)} archived cells were computed by other code than today's "
-                          f"(compute_code != {record['compute_code_now'][:12]}...): STALE, not used; rerun "
-                          "`snakemake decide --configfile config/decisive.yaml` after deleting them"}
+                          f"(compute_code != {record['compute_code_now'][:12]}...; "
+                          f"{'; '.join(sorted({c['stale_why'] for c in checked if c['stale']}))}): STALE, not used; "
+                          "rerun `snakemake decide --configfile config/decisive.yaml` after deleting them"}
     # groups that are complete: the cells sharing the first cell key (e.g. a seed) with every value of the rest
     key0 = _singular(spec["cell"][0])
     by: dict[int, list[dict[str, Any]]] = {}
@@ -721,9 +754,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for p in archived_cells(plan["archive"], claim):
                 try:
                     r = verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))
-                    why = (f" (module constants changed: {', '.join(r['constants_changed'])})"
-                           if r["stale"] and r["constants_changed"] else "")
-                    print(f"{p}: {'STALE' if r['stale'] else 'ok'}{why}")
+                    print(f"{p}: {'STALE (' + r['stale_why'] + ')' if r['stale'] else 'ok'}")
                     if r["stale"] and args.delete_stale:
                         p.unlink()
                         print(f"{p}: deleted (STALE); `snakemake decide` recomputes it")

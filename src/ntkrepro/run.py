@@ -180,11 +180,6 @@ def _execute(spec: str, params: dict[str, Any], out: PathLike, *, scale: str, co
     t0 = time.perf_counter()
     results = fn(params, ctx)
     results = dict(results)
-    if scale == "decisive" and "compute_code" in results and "compute_constants" not in results:
-        from ntkrepro import decisive  # an archived cell records the module constants it ran with (issue 39)
-
-        if results.get("claim") in decisive.COMPUTE_CODE:
-            results["compute_constants"] = decisive.compute_constants_hash(results["claim"])
     results.setdefault("params", params)
     results["wall_seconds"] = round(time.perf_counter() - t0, 3)
     results["provenance"] = ctx.provenance(function=spec, code=code)

@@ -62,7 +62,8 @@ rule decisive_cell:
             )
         ),
         config_hash=lambda wc: canonical_hash(_DECISIVE_RUN[wc.claim]["section"]),
-        code=lambda wc: _decisive.compute_code_hash(wc.claim),
+        # scheme 1 (sources only): unchanged by issue 39's scheme 2, so no archived cell reruns for it
+        code=lambda wc: _decisive.code_hash_of(_decisive.COMPUTE_CODE[wc.claim]),
         scale=lambda wc: _DECISIVE_RUN[wc.claim]["scale"],
     resources:
         mem_mb=lambda wc: _DECISIVE_RUN[wc.claim]["mem_mb"],
