@@ -683,6 +683,12 @@ def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str |
         raise ArchiveError(f"{where}: decisive.claims is a {type(plan['claims']).__name__}, not a mapping claim -> entry")
     for claim, spec in plan["claims"].items():
         check_spec(claim, spec, where)
+        # what Snakemake needs besides (SLURM limits) or a claim without cells states (the schema says the types)
+        need = ("cell_runtime_min", "mem_mb") if spec.get("status") == "run" else ("status", "scale", "reason", "size")
+        missing = [k for k in need if k not in spec]
+        if missing:
+            raise ArchiveError(f"{where}: decisive.claims.{claim} lacks {', '.join(missing)}: the plan is an overlay "
+                               "and inherits nothing (see the other claims of config/decisive.yaml)")
     if config_dir is None or not (Path(config_dir) / "default.yaml").is_file():
         return
     try:

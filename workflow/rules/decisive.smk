@@ -22,7 +22,12 @@ DECISIVE_PLAN = (
     else _decisive.load_plan("config/decisive.yaml")
 )
 try:  # first, naming the claim and key; then each claim's scale label against its sizes (issue 39)
-    _decisive.check_plan(DECISIVE_PLAN, "the decisive plan (config/decisive.yaml or a --configfile overlay)")
+    _decisive.check_plan(
+        DECISIVE_PLAN,
+        ", ".join(map(str, workflow.overwrite_configfiles or ())) or "config/decisive.yaml"
+        if "decisive" in config
+        else "config/decisive.yaml",
+    )
 except _decisive.ArchiveError as _err:
     raise WorkflowError(str(_err))
 validate(DECISIVE_PLAN, "../schemas/decisive.schema.yaml")
