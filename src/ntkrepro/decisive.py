@@ -297,8 +297,12 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
                 code_hash: str | None = None) -> dict[str, Any]:
     """Read an archived cell and verify it: within the size budget, sealed and intact (a hand edit
     raises :class:`~ntkrepro.io.TamperedFileError`), of ``claim``, with provenance (commit, device, date,
-    wall time). Returns ``{"path", "data", "sha256", "stale"}``; ``stale`` is True when the code that
-    computed it (``compute_code``) is not today's (:func:`compute_code_hash`, or ``code_hash``)."""
+    wall time). Returns ``{"path", "data", "sha256", "stale", "stale_why"}``; ``stale`` is True when the code that
+    computed it (``compute_code``) is not today's (:func:`code_state`: :func:`compute_code_hash`, or
+    ``code_hash``; a scheme-1 cell against its claim's pinned constants). A directory, an empty or broken
+    JSON file, an unsealed or hand-edited cell, a cell of another claim or under another cell's name, and a
+    cell without provenance are refused (:class:`ArchiveError` / :class:`~ntkrepro.io.TamperedFileError`),
+    naming the file and what to do."""
     p = Path(path)
     if p.is_dir():
         raise ArchiveError(f"{p}: a directory, not an archived cell file; move it out of the archive")
