@@ -508,3 +508,30 @@ def test_gpu_run_names_a_missing_data_root(tmp_path, capsys):
     with pytest.raises(SystemExit) as ex:
         gpu_run.main(["--out", str(tmp_path / "o"), "--data-root", str(tmp_path / "nope"), "--tiers", "smoke"])
     assert ex.value.code == 2 and "--data-root" in (err := capsys.readouterr().err) and "no such folder" in err
+
+
+# ---- loud but unclear: CIFAR-10 archives (ntkrepro.data.archive; ntkrepro.data.cifar10 is untouched: it is
+# in H5's compute code) ---------------------------------------------------------------------------------
+
+def test_cifar_empty_train_batches_are_named_empty_not_byte_identical(tmp_path):
+    from test_cifar10 import _batch, _make_archive
+
+    from ntkrepro.data.archive import ArchiveError
+    from ntkrepro.data.cifar10 import load_cifar10
+
+    batches = [_batch(3, i) for i in range(6)]
+    _make_archive(tmp_path / "c.tar.gz", batches, extra={"cifar-10-batches-py/data_batch_1": b"",
+                                                         "cifar-10-batches-py/data_batch_2": b""})
+    with pytest.raises(ArchiveError, match=r"member cifar-10-batches-py/data_batch_1 is empty \(0 bytes\)") as err:
+        load_cifar10(tmp_path / "c.tar.gz")
+    assert "byte-identical" not in str(err.value)
+
+
+def test_cifar_archive_that_is_a_directory_is_named(tmp_path):
+    from ntkrepro.data.archive import ArchiveError
+    from ntkrepro.data.cifar10 import resolve_cifar10
+
+    (tmp_path / "cifar-10-python-subset.tar.gz").mkdir()
+    with pytest.raises(ArchiveError, match=r"cifar-10-python-subset\.tar\.gz is a directory, not the archive file"):
+        resolve_cifar10({"archive": "cifar-10-python-subset.tar.gz", "sha256": "a" * 64, "download": False}, tmp_path,
+                        resources_dir=tmp_path / "res")
