@@ -411,6 +411,7 @@ def test_verify_names_a_broken_cell_without_traceback(tmp_path, capsys, case, ne
     (lambda d: d["decisive"]["claims"]["A1"].pop("section"), "decisive.claims.A1: a `run` claim needs section"),
     (lambda d: d["decisive"]["claims"]["A1"].__setitem__("cell", ["seeds", "depths"]),
      "decisive.claims.A1.cell names 'depths', but section.depths is missing"),
+    (lambda d: d["decisive"]["claims"]["A1"].pop("mem_mb"), "decisive.claims.A1 lacks mem_mb: the plan is an overlay"),
     (lambda d: d["decisive"]["claims"]["A1"].__setitem__("cell_function", "scaling.run_a1_cell"),
      "decisive.claims.A1.cell_function: 'scaling.run_a1_cell' is not 'package.module:function'"),
 ])
@@ -419,6 +420,18 @@ def test_a_bad_plan_is_named_by_key(tmp_path, capsys, edit, needle):
     edit(data)
     rc, _, err = _verify(tmp_path, data, capsys)
     assert rc == 1 and needle in err and "decisive.yaml" in err, err
+
+
+def test_snakemake_decide_names_the_overlay_and_the_claim(tmp_path):
+    over = tmp_path / "my_overlay.yaml"
+    over.write_text("decisive:\n  archive: archive/decisive\n  max_file_bytes: 1048576\n"
+                    "  claims:\n    A1: {status: run, scale: paper}\n")
+    snakemake = str(Path(sys.executable).parent / "snakemake")
+    out = subprocess.run([snakemake, "-n", "--cores", "1", "decide", "--configfile", str(over)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and f"{over}: decisive.claims.A1: a `run` claim needs cell" in text, text[-2000:]
 
 
 def test_plan_file_missing_or_a_directory(tmp_path, capsys):
