@@ -73,7 +73,13 @@ def code_hash_of(refs: Sequence[str]) -> str:
 def compute_code_hash(claim: str) -> str:
     """Hash of the code computing ``claim``'s decisive cells today, scheme 2 (issue 39): ``"v2:"`` + the
     SHA-256 of the listed sources (:func:`code_hash_of` of :data:`COMPUTE_CODE`) and of the module constants
-    they use (:func:`compute_constants`). What a cell records as ``compute_code`` (the notes below)."""
+    they use (:func:`compute_constants`). What a cell records as ``compute_code`` (the notes below).
+
+    Why a second scheme and not a new field: an archived cell is sealed, so it cannot gain a constants
+    field, and the source hash of today's code with constants folded in necessarily differs from the hash
+    the archived cells recorded. So the cells archived before this scheme keep their (scheme-1) hash and
+    are checked against the constants pinned in :data:`ARCHIVED_CONSTANTS` (:func:`code_state`), while every
+    new cell records this scheme-2 hash, which changes with any listed source or used constant."""
     h = hashlib.sha256()
     h.update(code_hash_of(COMPUTE_CODE[claim]).encode() + b"\0" + compute_constants_hash(claim).encode())
     return CODE_SCHEME + h.hexdigest()
