@@ -71,7 +71,12 @@ def current(root: Path | None = None) -> dict[str, dict[str, dict[str, list[str]
     """The checksums of every entry now: ``{paper: {claim: {log: [sha256, ...]}}}``."""
     res: dict[str, dict[str, dict[str, list[str]]]] = {}
     for paper in PAPERS:
-        logs = logs_of(claims_file(paper, root).read_text(encoding="utf-8"))
+        path = claims_file(paper, root)
+        try:
+            logs = logs_of(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:  # else the message names no file
+            raise ValueError(f"{path}: not valid TOML ({exc}); fix its syntax (git diff {path.name} shows the "
+                             "edit)") from None
         res[paper] = {cid: {log: [entry_sha256(e) for e in entries] for log, entries in v.items()}
                       for cid, v in logs.items()}
     return res
@@ -112,14 +117,27 @@ def compare(locked: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[str
     return changed, new
 
 
+def _missing_lock(lock_path: Path) -> str:
+    return (f"{lock_path}: the amendment-log lock is missing, so no entry can be checked; restore it from git "
+            f"(git checkout -- {lock_path.name} in {lock_path.parent}) rather than locking again, which would accept "
+            "every entry as it is now, edited ones included")
+
+
 def check(root: Path | None = None, lock_path: Path = LOCK_FILE) -> list[str]:
-    """Every problem with the logs against the lock (empty: every entry locked and unchanged)."""
-    changed, new = compare(read_lock(lock_path), current(root))
+    """Every problem with the logs against the lock (empty: every entry locked and unchanged). A missing
+    lock is one problem (not "not locked yet" for every entry, which invites a re-lock over edits)."""
+    now = current(root)
+    if not Path(lock_path).exists() and any(now.values()):
+        return [_missing_lock(Path(lock_path))]
+    changed, new = compare(read_lock(lock_path), now)
     return changed + new
 
 
-def lock(root: Path | None = None, lock_path: Path = LOCK_FILE) -> list[str]:
-    """Add the entries not locked yet; refuse (raise) when a locked entry changed. Returns what was added."""
+def lock(root: Path | None = None, lock_path: Path = LOCK_FILE, *, create: bool = False) -> list[str]:
+    """Add the entries not locked yet; refuse (raise) when a locked entry changed, or when the lock is missing
+    (unless ``create``: a new lock for logs that have none). Returns what was added."""
+    if not create and not Path(lock_path).exists() and any(current(root).values()):
+        raise ValueError(_missing_lock(Path(lock_path)))
     locked, now = read_lock(lock_path), current(root)
     changed, new = compare(locked, now)
     if changed:

@@ -4,17 +4,21 @@
 --configfile config/decisive.yaml`` computes it in shards (cells) and seals each cell into the committed
 ``archive/decisive/<CLAIM>/cells/``; ``snakemake all`` re-judges the archived cells with the CURRENT
 criterion of the claim. A cell records the hash of the code that computed it
-(:func:`compute_code_hash`: the sources listed in :data:`COMPUTE_CODE`, not the whole import closure,
-so that an edit to the statistics or the report does not invalidate hours of archived training); a cell
-whose hash differs from today's code is STALE and never used silently.
+(:func:`compute_code_hash`: the sources listed in :data:`COMPUTE_CODE` and the module constants they use,
+not the whole import closure, so that an edit to the statistics or the report does not invalidate hours of
+archived training); a cell whose hash differs from today's code is STALE and never used silently (the
+two schemes, and how the cells archived before constants were hashed are checked: see the notes above
+:data:`ARCHIVED_CONSTANTS`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: Per claim: the code that computes an archived cell -- whole modules (``"pkg.mod"``) or single
 #: functions (``"pkg.mod:name"``). Editing any of them makes the claim's archived cells STALE.
@@ -95,8 +99,154 @@ def code_hash_of(refs: Sequence[str]) -> str:
 
 
 def compute_code_hash(claim: str) -> str:
-    """Hash of the code computing ``claim``'s decisive cells today (:data:`COMPUTE_CODE`)."""
-    return code_hash_of(COMPUTE_CODE[claim])
+    """Hash of the code computing ``claim``'s decisive cells today, scheme 2 (issue 39): ``"v2:"`` + the
+    SHA-256 of the listed sources (:func:`code_hash_of` of :data:`COMPUTE_CODE`) and of the module constants
+    they use (:func:`compute_constants`). What a cell records as ``compute_code`` (the notes below).
+
+    Why a second scheme and not a new field: an archived cell is sealed, so it cannot gain a constants
+    field, and the source hash of today's code with constants folded in necessarily differs from the hash
+    the archived cells recorded. So the cells archived before this scheme keep their (scheme-1) hash and
+    are checked against the constants pinned in :data:`ARCHIVED_CONSTANTS` (:func:`code_state`), while every
+    new cell records this scheme-2 hash, which changes with any listed source or used constant."""
+    h = hashlib.sha256()
+    h.update(code_hash_of(COMPUTE_CODE[claim]).encode() + b"\0" + compute_constants_hash(claim).encode())
+    return CODE_SCHEME + h.hexdigest()
+
+
+# Module constants (issue 39, defect 3). Scheme 1 hashed the SOURCE of the listed functions only, so
+# ``N_FREQ = 8`` at the top of forecasting.py (used by positional_channels) or H5's ``CONTROL_SEED_OFFSET``
+# was outside it: changing one left cells computed under the old value judged as current. Scheme 2:
+#
+# - :func:`compute_constants` lists the module-level constants the listed functions use, BY VALUE: every
+#   name a listed function's source mentions (body, defaults, decorators) that its module assigns at top
+#   level and whose value is plain data (numbers, text, tuples, lists, dicts; functions, loggers, jitted
+#   code are code, not constants). Modules listed whole are hashed with their source, constants included.
+# - :func:`compute_code_hash` (what a cell function records as ``compute_code``) hashes both, prefixed
+#   ``v2:``; a cell recording another value is STALE.
+# - The cells archived under scheme 1 (A1, A4, H5, 2026-12-04/05; sealed, so they cannot gain a field)
+#   record the bare source hash. Such a cell is current when its hash equals today's scheme-1 hash
+#   (:func:`code_hash_of`) AND today's constants equal the values its claim's cells were computed with,
+#   pinned in :data:`ARCHIVED_CONSTANTS` (those values were today's when the pin was written: the same
+#   code computed them). Change ``N_FREQ`` and A4's pin differs: every archived A4 cell is STALE. A
+#   scheme-1 cell of a claim without a pin is STALE: its constants cannot be told.
+# - Snakemake's ``params`` trigger of ``decisive_cell`` keeps the scheme-1 hash (unchanged for the archived
+#   cells, so no archived cell is recomputed by the change of scheme); a STALE cell is deleted and
+#   recomputed (``verify --delete-stale``, then ``snakemake decide``), as before.
+#
+# Not covered: constants imported from other modules (``from x import C``) and values read at call time
+# (environment, files): list such a module whole in COMPUTE_CODE when it matters.
+
+#: The prefix of a scheme-2 ``compute_code`` (:func:`compute_code_hash`); a bare hash is scheme 1.
+CODE_SCHEME = "v2:"
+
+#: Per claim, the module constants its scheme-1 cells (archived before issue 39) were computed with:
+#: :func:`compute_constants` of the code that computed them, which was today's when this was written.
+#: Never edit a value to make cells current: a changed constant means the cells are recomputed.
+ARCHIVED_CONSTANTS: dict[str, dict[str, str]] = {
+    "A1": {},
+    "A4": {"ntkrepro.arda2026.forecasting:N_FREQ": "8"},
+    "H5": {"ntkrepro.hron2020.finite_nets:CONTROL_SEED_OFFSET": "100000",
+           "ntkrepro.hron2020.finite_nets:LAYER_NORMS": "tuple('none', 'per_head', 'output')",
+           "ntkrepro.hron2020.finite_nets:MECHANISMS": "tuple('softmax', 'relu', 'identity')"},
+}
+
+
+def _plain(value):
+    """A canonical text of ``value`` when it is plain data (else None: code, not a constant)."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        items = [_plain(v) for v in value]
+        return None if None in items else type(value).__name__ + "(" + ", ".join(items) + ")"
+    if isinstance(value, (set, frozenset)):
+        items = [_plain(v) for v in value]
+        return None if None in items else type(value).__name__ + "(" + ", ".join(sorted(items)) + ")"
+    if isinstance(value, dict):
+        items = [(_plain(k), _plain(v)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "dict(" + ", ".join(f"{k}: {v}" for k, v in items) + ")"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _module_assigned(module: str) -> frozenset[str]:
+    """The names a module assigns at top level (``X = ...``, ``X: T = ...``); cached per module (its source
+    does not change while a process runs; the VALUES are read afresh each time)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.parse(inspect.getsource(importlib.import_module(module))).body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    names.add(n.id)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=None)
+def _names_in(source: str) -> frozenset[str]:
+    """Every name a function's source mentions (body, defaults, decorators)."""
+    import ast
+    import textwrap
+
+    return frozenset(n.id for n in ast.walk(ast.parse(textwrap.dedent(source))) if isinstance(n, ast.Name))
+
+
+def compute_constants(claim: str) -> dict[str, str]:
+    """``"module:NAME" -> value`` of every module-level constant a function listed for ``claim`` in
+    :data:`COMPUTE_CODE` mentions (its body, defaults and decorators), by value (see the notes above)."""
+    out: dict[str, str] = {}
+    for ref in COMPUTE_CODE[claim]:
+        module, _, name = ref.partition(":")
+        if not name:
+            continue  # a whole module: its source, constants included, is in compute_code
+        mod = importlib.import_module(module)
+        for const in sorted(_names_in(_source(ref)) & _module_assigned(module)):
+            text = _plain(getattr(mod, const, None)) if hasattr(mod, const) else None
+            if text is not None:
+                out[f"{module}:{const}"] = text
+    return dict(sorted(out.items()))
+
+
+def compute_constants_hash(claim: str, constants: Mapping[str, str] | None = None) -> str:
+    """SHA-256 of :func:`compute_constants` (or of ``constants``), part of :func:`compute_code_hash`."""
+    consts = compute_constants(claim) if constants is None else constants
+    h = hashlib.sha256()
+    for k, v in sorted(consts.items()):
+        h.update(k.encode() + b"\0" + v.encode() + b"\0")
+    return h.hexdigest()
+
+
+def pinned_constants_changed(claim: str) -> list[str] | None:
+    """The module constants of ``claim`` whose value today differs from the value its scheme-1 cells were
+    computed with (:data:`ARCHIVED_CONSTANTS`): ``[]`` when none, None when the claim has no pin."""
+    pin = ARCHIVED_CONSTANTS.get(claim)
+    if pin is None or claim not in COMPUTE_CODE:
+        return None
+    now = compute_constants(claim)
+    return sorted(k for k in set(pin) | set(now) if pin.get(k) != now.get(k))
+
+
+def code_state(claim: str, recorded: Any, code_hash: str | None = None) -> tuple[bool, str]:
+    """(stale, why) of a cell that recorded ``compute_code`` = ``recorded``: current when it equals today's
+    hash (``code_hash`` when given, else :func:`compute_code_hash`), or, for a scheme-1 cell, when its hash
+    equals today's scheme-1 hash and the claim's pinned constants are today's (the notes above)."""
+    want = code_hash if code_hash is not None else compute_code_hash(claim)
+    if recorded == want:
+        return False, ""
+    if code_hash is None and isinstance(recorded, str) and not recorded.startswith(CODE_SCHEME) \
+            and claim in COMPUTE_CODE and recorded == code_hash_of(COMPUTE_CODE[claim]):
+        changed = pinned_constants_changed(claim)
+        if changed is None:
+            return True, (f"computed before module constants were hashed (scheme 1), and {claim} has no pin in "
+                          "ntkrepro.decisive.ARCHIVED_CONSTANTS: its constants cannot be told")
+        if changed:
+            return True, f"module constants changed since it was computed: {', '.join(changed)}"
+        return False, ""
+    return True, "computed by other code than today's (compute_code differs)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,6 +256,7 @@ def compute_code_hash(claim: str) -> str:
 import argparse  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -120,6 +271,9 @@ ARCHIVE = "archive/decisive"
 MAX_FILE_BYTES = 1 << 20
 #: The tier's name in the ledger entry, table and report.
 TIER = "decisive"
+
+#: The command that computes (or recomputes) missing archived cells.
+DECIDE = "snakemake decide --configfile config/decisive.yaml"
 
 #: States of an archived claim (the table's "decisive run" column leads with them).
 COMPLETE, INCOMPLETE, STALE, EMPTY = "complete", "INCOMPLETE", "STALE", "none"
@@ -177,24 +331,45 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
                 code_hash: str | None = None) -> dict[str, Any]:
     """Read an archived cell and verify it: within the size budget, sealed and intact (a hand edit
     raises :class:`~ntkrepro.io.TamperedFileError`), of ``claim``, with provenance (commit, device, date,
-    wall time). Returns ``{"path", "data", "sha256", "stale"}``; ``stale`` is True when the code that
-    computed it (``compute_code``) is not today's (:func:`compute_code_hash`, or ``code_hash``)."""
+    wall time). Returns ``{"path", "data", "sha256", "stale", "stale_why"}``; ``stale`` is True when the code that
+    computed it (``compute_code``) is not today's (:func:`code_state`: :func:`compute_code_hash`, or
+    ``code_hash``; a scheme-1 cell against its claim's pinned constants). A directory, an empty or broken
+    JSON file, an unsealed or hand-edited cell, a cell of another claim or under another cell's name, and a
+    cell without provenance are refused (:class:`ArchiveError` / :class:`~ntkrepro.io.TamperedFileError`),
+    naming the file and what to do."""
     p = Path(path)
+    if p.is_dir():
+        raise ArchiveError(f"{p}: a directory, not an archived cell file; move it out of the archive")
     size = p.stat().st_size
     if size > max_bytes:
         raise ArchiveError(f"{p}: {size} bytes, over the archive's budget of {max_bytes} bytes per file "
                            "(results only: no kernel matrices)")
-    data = read_json(p)
-    if not isinstance(data, dict) or not check_seal(data, p):
+    try:
+        data = read_json(p)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ArchiveError(f"{p}: not a JSON cell ({size} bytes{'' if size else ', empty'}; {err}): a truncated or "
+                           f"broken copy; delete it and run `{DECIDE}`") from None
+    try:
+        sealed = isinstance(data, dict) and check_seal(data, p)
+    except TamperedFileError as err:  # its advice "rerun snakemake" recomputes a result, not an archived cell
+        raise TamperedFileError(str(err).replace("rerun snakemake to recompute it", f"run `{DECIDE}` to recompute "
+                                                 "it (an archived cell is never recomputed by `snakemake all`)")) from None
+    if not sealed:
         raise ArchiveError(f"{p}: not sealed (provenance.sealed missing): not an archived result; delete it "
                            "and run `snakemake decide --configfile config/decisive.yaml`")
     if data.get("claim") != claim:
         raise ArchiveError(f"{p}: a result of {data.get('claim')!r}, archived under {claim}")
+    cell = data.get("cell")
+    if isinstance(cell, Mapping):  # the file's name is the cell it holds (a copy under another name is refused)
+        ints = {k: v for k, v in cell.items() if isinstance(v, int) and not isinstance(v, bool)}
+        if ints and cell_name(ints) != p.stem:
+            raise ArchiveError(f"{p}: holds the cell {cell_name(ints)} ({', '.join(f'{k} {v}' for k, v in ints.items())}), "
+                               f"not {p.stem}: a copy under another name; delete it and run `{DECIDE}`")
     prov = data.get("provenance") or {}
     if not (prov.get("git") or {}).get("commit") or not prov.get("created_utc") or "wall_seconds" not in data:
         raise ArchiveError(f"{p}: no provenance (commit, date, wall time)")
-    want = code_hash if code_hash is not None else compute_code_hash(claim)
-    return {"path": str(p), "data": data, "sha256": sha256_file(p), "stale": data.get("compute_code") != want}
+    stale, why = code_state(claim, data.get("compute_code"), code_hash)  # code and module constants (issue 39)
+    return {"path": str(p), "data": data, "sha256": sha256_file(p), "stale": stale, "stale_why": why}
 
 
 class _Ctx:
@@ -279,8 +454,9 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
     if stale:
         return {**record, "state": STALE, "verdict": None, "evaluation": None, "partial": None,
                 "reason": f"{len(stale)} of {len(checked)} archived cells were computed by other code than today's "
-                          f"(compute_code != {record['compute_code_now'][:12]}...): STALE, not used; rerun "
-                          "`snakemake decide --configfile config/decisive.yaml` after deleting them"}
+                          f"(compute_code != {record['compute_code_now'][:12]}...; "
+                          f"{'; '.join(sorted({c['stale_why'] for c in checked if c['stale']}))}): STALE, not used; "
+                          "rerun `snakemake decide --configfile config/decisive.yaml` after deleting them"}
     # groups that are complete: the cells sharing the first cell key (e.g. a seed) with every value of the rest
     key0 = _singular(spec["cell"][0])
     by: dict[int, list[dict[str, Any]]] = {}
@@ -326,7 +502,7 @@ def _evaluate(claim: str, spec: Mapping[str, Any], paths: list[str], section: Ma
     from ntkrepro import ledger
 
     _import_claims(claim)
-    agg = _resolve(spec["aggregate_function"])({**section, "shard_files": list(paths)}, _Ctx())
+    agg = resolve_function(claim, spec, "aggregate_function")({**section, "shard_files": list(paths)}, _Ctx())
     agg["params"] = dict(section)
     results = {spec["results_stem"]: agg}
     return ledger.make_evaluation(claim, results, scale=spec["scale"])
@@ -441,6 +617,10 @@ def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, 
     from ntkrepro.io import canonical_hash
     from ntkrepro.run import execute
 
+    check_spec(claim, spec, "the plan given to decisive.fill")
+    resolve_function(claim, spec, "cell_function")
+    if Path(archive).exists() and not Path(archive).is_dir():
+        raise ArchiveError(f"archive {archive}: a file, not the archive folder (archive/decisive)")
     written: list[Path] = []
     for c in cells(spec):
         out = cell_path(archive, claim, c["name"])
@@ -460,13 +640,122 @@ def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, 
 
 
 def load_plan(path: str | Path = "config/decisive.yaml") -> dict[str, Any]:
-    """The ``decisive`` section of config/decisive.yaml."""
-    import yaml
+    """The ``decisive`` section of config/decisive.yaml, checked (:func:`check_plan`); every refusal names the file."""
+    from ntkrepro.configcheck import ConfigError, load_strict
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    p = Path(path)
+    if not p.is_file():
+        raise ArchiveError(f"{p}: {'a directory' if p.is_dir() else 'no such file'}, not the decisive plan; give "
+                           "--plan config/decisive.yaml (paths are relative to the repository root)")
+    try:
+        data = load_strict(p)
+    except ConfigError as err:
+        raise ArchiveError(str(err).replace("--configfile ", "", 1)) from None
     if set(data) != {"decisive"}:
         raise ArchiveError(f"{path}: an overlay sets only `decisive` (got {sorted(data)})")
+    here = p.parent if (p.parent / "paper.yaml").is_file() else Path("config")
+    check_plan(data["decisive"], str(p), here)
     return data["decisive"]
+
+
+#: The keys a ``run`` claim of the plan needs (workflow/schemas/decisive.schema.yaml says what each is).
+RUN_KEYS = ("cell", "cell_function", "aggregate_function", "results_stem", "section", "scale")
+
+
+def check_spec(claim: str, spec: Any, where: str = "config/decisive.yaml") -> None:
+    """Refuse a claim entry of the plan that :func:`cells` / :func:`judge` / :func:`fill` cannot use, naming the key."""
+    key = f"{where}: decisive.claims.{claim}"
+    if not isinstance(spec, Mapping):
+        raise ArchiveError(f"{key} is a {type(spec).__name__}, not a mapping (status, scale, ...)")
+    if spec.get("status") != "run":
+        return
+    missing = [k for k in RUN_KEYS if k not in spec]
+    if missing:
+        raise ArchiveError(f"{key}: a `run` claim needs {', '.join(missing)} (see the other run claims)")
+    if not isinstance(spec["section"], Mapping):
+        raise ArchiveError(f"{key}.section is a {type(spec['section']).__name__}, not a mapping of the claim's settings")
+    if not isinstance(spec["cell"], list) or not spec["cell"]:
+        raise ArchiveError(f"{key}.cell must be a list of section keys (e.g. [seeds, widths]), got {spec['cell']!r}")
+    for k in spec["cell"]:
+        v = spec["section"].get(k) if isinstance(k, str) else None
+        if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            raise ArchiveError(f"{key}.cell names {k!r}, but section.{k} is {'missing' if v is None else repr(v)[:60]}: "
+                               "each cell key must be a section key holding a list of whole numbers")
+    for k in ("cell_function", "aggregate_function"):  # the format only: importing them here would load jax
+        ref = spec[k]
+        if not isinstance(ref, str) or not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", ref):
+            raise ArchiveError(f"{key}.{k}: {ref!r} is not 'package.module:function'")
+
+
+def resolve_function(claim: str, spec: Mapping[str, Any], key: str) -> Any:
+    """The function ``spec[key]`` names (``cell_function``, ``aggregate_function``), or a refusal naming the key."""
+    ref = spec[key]
+    try:
+        fn = _resolve(ref)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ArchiveError(f"decisive.claims.{claim}.{key}: {ref!r} is not a function of the library "
+                           f"({type(err).__name__}: {err}); give 'package.module:function'") from None
+    if not callable(fn):
+        raise ArchiveError(f"decisive.claims.{claim}.{key}: {ref!r} is not a function")
+    return fn
+
+
+def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str | Path | None = "config") -> None:
+    """Refuse a plan (the ``decisive`` section) whose keys are missing or of the wrong kind, naming the key;
+    and each claim's ``scale`` label that its sizes contradict (issue 39: the check of
+    :func:`ntkrepro.configcheck.check_scale_label`, on the claim's ``section`` or ``size`` placed where the
+    scale files keep that claim): ``scale: paper`` on A4's default-run sizes would drop "[default settings]"."""
+    from ntkrepro.configcheck import ConfigError, check_scale_label, load_strict
+
+    if not isinstance(plan, Mapping):
+        raise ArchiveError(f"{where}: `decisive` is a {type(plan).__name__}, not a mapping of archive, "
+                           "max_file_bytes and claims")
+    for k in ("archive", "max_file_bytes", "claims"):
+        if k not in plan:
+            raise ArchiveError(f"{where}: decisive.{k} is missing (see config/decisive.yaml)")
+    if not isinstance(plan["archive"], str) or not plan["archive"].strip():
+        raise ArchiveError(f"{where}: decisive.archive must be a folder name (archive/decisive), got {plan['archive']!r}")
+    mfb = plan["max_file_bytes"]
+    if not isinstance(mfb, int) or isinstance(mfb, bool) or mfb <= 0:
+        raise ArchiveError(f"{where}: decisive.max_file_bytes must be a positive whole number of bytes "
+                           f"(1048576 = 1 MiB), got {mfb!r}{' (text)' if isinstance(mfb, str) else ''}")
+    if not isinstance(plan["claims"], Mapping):
+        raise ArchiveError(f"{where}: decisive.claims is a {type(plan['claims']).__name__}, not a mapping claim -> entry")
+    for claim, spec in plan["claims"].items():
+        check_spec(claim, spec, where)
+        # what Snakemake needs besides (SLURM limits) or a claim without cells states (the schema says the types)
+        need = ("cell_runtime_min", "mem_mb") if spec.get("status") == "run" else ("status", "scale", "reason", "size")
+        missing = [k for k in need if k not in spec]
+        if missing:
+            raise ArchiveError(f"{where}: decisive.claims.{claim} lacks {', '.join(missing)}: the plan is an overlay "
+                               "and inherits nothing (see the other claims of config/decisive.yaml)")
+    if config_dir is None or not (Path(config_dir) / "default.yaml").is_file():
+        return
+    try:
+        default = load_strict(Path(config_dir) / "default.yaml")
+        for claim, spec in plan["claims"].items():
+            sizes = spec.get("section") if spec.get("section") is not None else spec.get("size")
+            papers = [k for k, v in default.items() if isinstance(v, Mapping) and claim in v]
+            if isinstance(sizes, Mapping) and sizes and papers:
+                check_scale_label({"scale": spec.get("scale"), papers[0]: {claim: sizes}},
+                                  f"{where}: decisive.claims.{claim}", config_dir)
+    except ConfigError as err:
+        raise ArchiveError(str(err)) from None
+
+
+def check_archive(archive: str | Path, plan: Mapping[str, Any] | None = None) -> Path:
+    """Refuse an archive folder that does not exist (a mistyped ``--archive`` read as an empty archive would
+    erase every decisive verdict) or that holds no cells folder of any planned ``run`` claim."""
+    a = Path(archive)
+    if not a.is_dir():
+        raise ArchiveError(f"archive {a}: {'a file' if a.exists() else 'no such folder'}, not the decisive archive "
+                           "(archive/decisive, relative to the repository root); nothing was changed")
+    if plan is not None:
+        run = [c for c, s in plan["claims"].items() if isinstance(s, Mapping) and s.get("status") == "run"]
+        if run and not any((a / c / "cells").is_dir() for c in run):
+            raise ArchiveError(f"archive {a}: holds no <CLAIM>/cells/ folder of the plan's claims ({', '.join(run)}): "
+                               "not the decisive archive (archive/decisive); nothing was changed")
+    return a
 
 
 def is_overlay(configfiles) -> bool:
@@ -492,10 +781,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     v.add_argument("--delete-stale", action="store_true",
                    help="delete STALE cells, so that `snakemake decide` recomputes them with today's code")
     args = ap.parse_args(argv)
-    plan = load_plan(args.plan)
     try:
+        plan = load_plan(args.plan)
+        check_archive(plan["archive"], plan)
         if args.cmd == "judge":
-            rec = judge(args.claim, plan["claims"][args.claim], plan["archive"], max_bytes=int(plan["max_file_bytes"]))
+            spec = plan["claims"].get(args.claim)
+            if spec is None:
+                raise ArchiveError(f"{args.claim}: not a claim of {args.plan} (its claims: {', '.join(plan['claims'])})")
+            if spec.get("status") != "run":
+                raise ArchiveError(f"{args.claim}: {args.plan} plans no archived cells for it (status {spec.get('status')}"
+                                   f"{': ' + str(spec['reason']) if spec.get('reason') else ''}); nothing to judge")
+            rec = judge(args.claim, spec, plan["archive"], max_bytes=int(plan["max_file_bytes"]))
             write_json(args.out, rec)
             print(f"{args.claim} decisive: {table_cell({**rec, 'headline': summary(rec)['headline']})}")
             return 0
@@ -504,15 +800,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for p in archived_cells(plan["archive"], claim):
                 try:
                     r = verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))
-                    print(f"{p}: {'STALE' if r['stale'] else 'ok'}")
+                    print(f"{p}: {'STALE (' + r['stale_why'] + ')' if r['stale'] else 'ok'}")
                     if r["stale"] and args.delete_stale:
                         p.unlink()
                         print(f"{p}: deleted (STALE); `snakemake decide` recomputes it")
-                except (TamperedFileError, ArchiveError) as err:
+                except (TamperedFileError, ArchiveError, OSError) as err:
                     bad += 1
                     print(f"REFUSED {err}", file=sys.stderr)
         return 1 if bad else 0
-    except (TamperedFileError, ArchiveError) as err:
+    except (TamperedFileError, ArchiveError, OSError) as err:
         print(f"decisive {args.cmd}: {err}", file=sys.stderr)
         return 1
 

@@ -200,6 +200,8 @@ def refresh_decisive(summary: Mapping[str, Any], plan: Mapping[str, Any], archiv
     ``judge`` defaults to :func:`ntkrepro.decisive.judge` (raises on a hand-edited cell)."""
     from ntkrepro import decisive
 
+    if judge is None:
+        decisive.check_archive(archive, plan)  # a mistyped folder is not an empty archive (issue 39)
     judge = judge or decisive.judge
     rows = [dict(r) for r in summary["rows"]]
     by_id = {r["id"]: r for r in rows}
@@ -235,11 +237,75 @@ def read_entries(claims_dir: Path) -> list[dict[str, Any]]:
 
 
 def readme_section(text: str, begin: str = BEGIN, end: str = END) -> str:
-    """The table between the README's markers (raises naming the missing marker)."""
+    """The table between the README's markers (raises naming the missing, repeated or misplaced marker)."""
     for m in (begin, end):
         if m not in text:
             raise ValueError(f"README has no marker {m!r}")
+        if text.count(m) > 1:  # only the first section would be replaced, the other left stale
+            raise ValueError(f"README has the marker {m!r} {text.count(m)} times: keep one generated section "
+                             "(delete the others with their markers)")
+    if text.index(end) < text.index(begin):
+        raise ValueError(f"README has the marker {end!r} before {begin!r}: put the end marker after the begin marker")
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
+
+
+def check_summary(summary: Any, where: str) -> None:
+    """Refuse a summary (docs/verdicts.json) that is not what :func:`summarise` / :func:`refresh_decisive`
+    write: ``rows`` a non-empty list of rows with every column of :data:`COLUMNS` as one line of text and a
+    claim id of a registered paper, each claim once; ``tiers`` (if any) rows with every column of
+    :data:`TIER_COLUMNS`, each of a claim of ``rows``. Every refusal names the file and the row."""
+    from ntkrepro.papers import CLAIM_MODULES
+
+    fix = ("; regenerate it (python -m ntkrepro.verdicts --claims-dir results/claims --write docs/verdicts.json, "
+           "then --refresh-decisive)")
+    if not isinstance(summary, Mapping):
+        raise ValueError(f"{where}: holds a {type(summary).__name__}, not a summary {{\"rows\": [...]}}{fix}")
+    rows = summary.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise ValueError(f"{where}: `rows` is {'missing' if rows is None else 'empty' if rows == [] else 'not a list'}"
+                         f": no verdict table to write{fix}")
+
+    def _row(i: int, row: Any, columns: Sequence[str], key: str, what: str) -> str:
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{where}: {what}[{i}] is a {type(row).__name__}, not a row{fix}")
+        missing = [c for c in columns if c not in row]
+        if missing:
+            raise ValueError(f"{where}: {what}[{i}] ({row.get(key, '?')}) lacks the columns {missing}{fix}")
+        for c in columns:
+            if not isinstance(row[c], str) or "\n" in row[c] or "\r" in row[c]:
+                raise ValueError(f"{where}: {what}[{i}] ({row.get(key, '?')}), column {c!r}: {row[c]!r} is not one line "
+                                 f"of text{fix}")
+        cid = row[key]
+        if not re.fullmatch(r"[A-Z][0-9]+", cid) or cid[0] not in CLAIM_MODULES:
+            raise ValueError(f"{where}: {what}[{i}]: {cid!r} is not a claim id of the registered papers{fix}")
+        return cid
+
+    ids = [_row(i, r, COLUMNS, "id", "rows") for i, r in enumerate(rows)]
+    dup = sorted({c for c in ids if ids.count(c) > 1})
+    if dup:
+        raise ValueError(f"{where}: claims {dup} have more than one row{fix}")
+    tiers = summary.get("tiers")
+    if tiers is None:
+        return
+    if not isinstance(tiers, list):
+        raise ValueError(f"{where}: `tiers` is a {type(tiers).__name__}, not a list of rows{fix}")
+    for i, r in enumerate(tiers):
+        cid = _row(i, r, TIER_COLUMNS, "claim", "tiers")
+        if cid not in ids:
+            raise ValueError(f"{where}: tiers[{i}]: {cid} has no row in `rows`{fix}")
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """docs/verdicts.json, checked (:func:`check_summary`); every refusal names the file."""
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a JSON summary ({exc}); regenerate it with "
+                         "`python -m ntkrepro.verdicts --claims-dir results/claims --write docs/verdicts.json`") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: a directory, not the summary file (docs/verdicts.json)") from None
+    check_summary(summary, str(path))
+    return summary
 
 
 def _replace(text: str, begin: str, end: str, table: str) -> str:
@@ -289,12 +355,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.refresh_decisive:
             from ntkrepro import decisive
 
-            summary = json.loads(args.refresh_decisive.read_text(encoding="utf-8"))
+            summary = read_summary(args.refresh_decisive)
             plan = decisive.load_plan(args.plan)
-            _write(args.refresh_decisive, refresh_decisive(summary, plan, args.archive or decisive.ARCHIVE))
+            archive = args.archive or plan["archive"]
+            decisive.check_archive(archive, plan)  # a mistyped folder is not an empty archive (issue 39)
+            _write(args.refresh_decisive, refresh_decisive(summary, plan, archive))
         if args.sync_readme:
             summary_path, readme = args.sync_readme
-            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            summary = read_summary(summary_path)
             tiers = summary.get("tiers")
             sync_readme(readme, render(summary["rows"]), None if tiers is None else render_tiers(tiers))
         if not args.claims_dir and not args.sync_readme and not args.refresh_decisive:

@@ -21,6 +21,15 @@ DECISIVE_PLAN = (
     if "decisive" in config
     else _decisive.load_plan("config/decisive.yaml")
 )
+try:  # first, naming the claim and key; then each claim's scale label against its sizes (issue 39)
+    _decisive.check_plan(
+        DECISIVE_PLAN,
+        ", ".join(map(str, workflow.overwrite_configfiles or ())) or "config/decisive.yaml"
+        if "decisive" in config
+        else "config/decisive.yaml",
+    )
+except _decisive.ArchiveError as _err:
+    raise WorkflowError(str(_err))
 validate(DECISIVE_PLAN, "../schemas/decisive.schema.yaml")
 DECISIVE_ARCHIVE = DECISIVE_PLAN["archive"]
 _DECISIVE_RUN = {
@@ -58,7 +67,8 @@ rule decisive_cell:
             )
         ),
         config_hash=lambda wc: canonical_hash(_DECISIVE_RUN[wc.claim]["section"]),
-        code=lambda wc: _decisive.compute_code_hash(wc.claim),
+        # scheme 1 (sources only): unchanged by issue 39's scheme 2, so no archived cell reruns for it
+        code=lambda wc: _decisive.code_hash_of(_decisive.COMPUTE_CODE[wc.claim]),
         scale=lambda wc: _DECISIVE_RUN[wc.claim]["scale"],
     resources:
         mem_mb=lambda wc: _DECISIVE_RUN[wc.claim]["mem_mb"],

@@ -43,6 +43,14 @@ cd "$(dirname "$0")/../.."
 PY=${PYTHON:-python3}
 OUT=${OUT:-.}
 BUDGET_S=${BUDGET_S:-420}
+# a whole number of seconds, checked before anything runs (bash arithmetic below takes nothing else:
+# 420.5, 1e9 or nan would never start gpu_run)
+if ! [[ "$BUDGET_S" =~ ^[0-9]{1,7}$ ]] || (( 10#$BUDGET_S == 0 )); then
+  echo "gpu_h4.sh: BUDGET_S=$BUDGET_S is not a positive whole number of seconds (at most 9999999), e.g." \
+       "BUDGET_S=420 (the default); nothing was run" >&2
+  exit 2
+fi
+BUDGET_S=$(( 10#$BUDGET_S ))
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
 "$PY" -c "import jax, numpy, scipy; print('jax', jax.__version__, jax.devices(), '| numpy', numpy.__version__, '| scipy', scipy.__version__)"

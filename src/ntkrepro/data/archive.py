@@ -158,6 +158,9 @@ def verify_archive(path: PathLike, spec: ArchiveSpec, resources_dir: Path | None
     ``searched``: further places already looked at, named in the not-found message.
     """
     p = Path(path)
+    if p.is_dir():
+        raise ArchiveError(f"{spec.name}: {p} is a directory, not the archive file (expected {spec.expected()}); "
+                           f"give the file itself. To supply it: {_how_to_supply(spec, resources_dir)}.")
     if not p.is_file():
         raise ArchiveError(
             f"{spec.name}: archive not found at {_tried([*searched, p])} (expected {spec.expected()}). "
@@ -331,7 +334,10 @@ def duplicate_members(tar: tarfile.TarFile, members: Mapping[str, tarfile.TarInf
             continue
         fh = tar.extractfile(members[n])
         assert fh is not None
-        digest = hashlib.sha256(fh.read()).hexdigest()
+        content = fh.read()
+        if not content:  # else two empty batches read as "byte-identical", which names the wrong fault
+            raise ArchiveError(f"{archive}: member {n} is empty (0 bytes): a truncated or broken archive; replace it")
+        digest = hashlib.sha256(content).hexdigest()
         if digest in seen:
             raise ArchiveError(f"{archive}: members {seen[digest]} and {n} are byte-identical (a duplicated "
                                "batch); this is not the official archive: replace it")

@@ -89,23 +89,52 @@ def tracked_bytes(repo: Path) -> int:
     return sum((repo / n).stat().st_size for n in names.decode().split("\0") if n and (repo / n).is_file())
 
 
+def copy_checked(src: Path, dest: Path, sha256: str) -> dict[str, Any]:
+    """Copy ``src`` to ``dest`` unless ``dest`` already holds the configured bytes (its sha256 is ``sha256``),
+    and check the copy: a stale or tampered ``dest`` of any size is replaced, a source whose sha256 is not the
+    configured one is refused naming it (issue 39: a same-size copy was kept unchecked). Returns
+    ``{"bytes", "sha256"}`` of ``dest``."""
+    src, dest = Path(src), Path(dest)
+    if not src.is_file():
+        raise ValueError(f"{src}: {'a directory' if src.is_dir() else 'not found'}, not the data archive; give "
+                         "--data-root the folder holding the shared data (../shared/data)")
+    if dest.is_dir():
+        raise ValueError(f"{dest}: a directory where the copy of {src.name} goes; remove it")
+    if not (dest.is_file() and _sha256(dest) == sha256):
+        got = _sha256(src)
+        if got != sha256:
+            raise ValueError(f"{src}: sha256 {got} is not the configured {sha256}: the shared archive is not the "
+                             "one the config pins; restore it (nothing was copied)")
+        tmp = dest.with_name(f".{dest.name}.part")
+        shutil.copyfile(src, tmp)
+        tmp.replace(dest)
+        got = _sha256(dest)
+        if got != sha256:
+            raise ValueError(f"{dest}: the copy's sha256 {got} is not the configured {sha256}; delete it and rerun")
+    return {"bytes": dest.stat().st_size, "sha256": sha256}
+
+
 def prepare(out: Path, data_root: Path, data_cfg: Mapping[str, Any], repo: Path | None = None) -> dict[str, Any]:
-    """Write the device inputs into ``out`` (module docstring); returns the manifest."""
+    """Write the device inputs into ``out`` (module docstring); returns the manifest. Every copied archive
+    is checked against its configured sha256 (:func:`copy_checked`)."""
     from ntkrepro.data import glove, imdb
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out, data_root = Path(out), Path(data_root)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: a file, not a folder; give a folder for the device inputs (device-inputs)")
+    if not data_root.is_dir():
+        raise ValueError(f"--data-root {data_root}: no such folder; give the folder holding the shared data "
+                         "(../shared/data)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out {out}: cannot be created ({err.strerror or err}); give a folder") from None
     files = {}
-    cifar = Path(data_root) / data_cfg["cifar10"]["archive"]
-    imdb_cfg = {**dict(data_cfg["imdb"]), "archive": str(Path(data_root) / data_cfg["imdb"]["archive"])}
+    cifar = data_root / data_cfg["cifar10"]["archive"]
+    imdb_cfg = {**dict(data_cfg["imdb"]), "archive": str(data_root / data_cfg["imdb"]["archive"])}
     imdb_path = imdb.resolve(imdb_cfg)  # sha256-checked against the config
-    for src in (cifar, imdb_path):
-        dest = out / src.name
-        if not dest.exists() or dest.stat().st_size != src.stat().st_size:
-            shutil.copyfile(src, dest)
-        files[src.name] = {"bytes": dest.stat().st_size, "sha256": _sha256(dest)}
-    if files[cifar.name]["sha256"] != data_cfg["cifar10"]["sha256"]:
-        raise ValueError(f"{cifar}: sha256 {files[cifar.name]['sha256']} is not the configured one")
+    for src, sha in ((cifar, data_cfg["cifar10"]["sha256"]), (imdb_path, data_cfg["imdb"]["sha256"])):
+        files[src.name] = copy_checked(src, out / src.name, sha)
     vocab = imdb_vocabulary(imdb_path)
     vectors = glove.load_vectors(vocab, dict(data_cfg.get("glove") or {"source": "wheel", "dim": 50}))
     sub = out / GLOVE_SUBSET
@@ -146,8 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(REPO / "device-inputs"))
     ap.add_argument("--data-root", default=None, help="the shared data (default ../shared/data)")
     args = ap.parse_args(argv)
-    man = prepare(Path(args.out), Path(args.data_root) if args.data_root else default_data_root(),
-                  config_sections()["data"], REPO)
+    from ntkrepro.data.archive import ArchiveError
+
+    try:
+        man = prepare(Path(args.out), Path(args.data_root) if args.data_root else default_data_root(),
+                      config_sections()["data"], REPO)
+    except (ValueError, ArchiveError, OSError) as err:
+        print(f"device_inputs: {err}", file=sys.stderr)
+        return 1
     print(json.dumps({k: man[k] for k in ("files", "vocabulary", "words_with_vector", "payload_bytes",
                                           "tracked_bytes", "total_carried_bytes", "carry_limit_bytes", "fits")},
                      indent=1))

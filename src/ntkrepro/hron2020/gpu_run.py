@@ -1393,7 +1393,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(write_params_snapshot(), DECISIVE_SNAPSHOT)
         return 0
     CLOCK["name"] = args.clock
-    run(Path(args.out), args.budget_s, Path(args.data_root) if args.data_root else default_data_root(), args.tiers,
+    data_root = Path(args.data_root) if args.data_root else default_data_root()
+    if not data_root.is_dir():  # else a traceback ending in the CIFAR loader's ArchiveError, after the set-up
+        ap.error(f"--data-root {data_root}: no such folder; give the folder holding the data archives "
+                 "(device-inputs, prepared by `python -m ntkrepro.hron2020.device_inputs`, or ../shared/data)")
+    run(Path(args.out), args.budget_s, data_root, args.tiers,
         cache=Path(args.cache) if args.cache else None, regression_backend=args.regression_backend,
         archive=Path(args.archive) if args.archive else "repo")
     return 0

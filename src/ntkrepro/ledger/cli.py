@@ -57,6 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--claims-dir", default="results/claims")
     c.add_argument("--pdf", nargs="*", default=[])
     args = ap.parse_args(argv)
+    if args.cmd == "evaluate" and args.replicate < 0:
+        ap.error(f"--replicate {args.replicate}: a replicate index is 0 (the headline run) or 1, 2, ...")
+    for opt in ("out", "csv", "md", "tex", "index"):
+        target = getattr(args, opt, None)
+        above = next((q for q in Path(target).parents if q.exists() and not q.is_dir()), None) if target else None
+        if above is not None:  # else a NotADirectoryError traceback when it is written
+            ap.error(f"--{opt} {target}: {above} is a file, not a folder; give a path below a folder")
+        if target and Path(target).is_dir():
+            ap.error(f"--{opt} {target} is a directory; give a file path")
 
     try:
         return _run(ap, args)
@@ -153,11 +162,23 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if not expected:
             raise LedgerFileError(f"claims index {index} lists no claims (\"claims\": []): the DAG registers claims, "
                                   "so the index was edited or written by hand; delete it and rerun snakemake")
-        problems = check(claims_dir, expected, idx.get("replicates"), chain=True)
+        # the index is not trusted for which claims there are (issue 39): the registry says which claims exist,
+        # and every registered claim with an entry or evaluation in this folder must be listed
+        registry = registered_claims()
+        problems = [f"claims index {index} lists {c}, which no paper registers: delete the index and rerun snakemake"
+                    for c in expected if c not in registry]
+        for c in sorted(set(registry) - set(expected)):
+            traces = [p for p in (claims_dir / f"{c}.json", claims_dir / "evaluations" / f"{c}.json") if p.is_file()]
+            if traces:
+                problems.append(f"{traces[0]}: the ledger holds claim {c}, but the claims index {index} does not list "
+                                "it (the index edited?); delete the index and rerun snakemake, which rewrites it")
+        problems += check(claims_dir, expected, idx.get("replicates"), chain=True)
         problems += [f"missing report {p}" for p in args.pdf if not Path(p).is_file()]
         for p in problems:
             print("LEDGER:", p, file=sys.stderr)
         if problems:
             return 1
-        print(f"ledger ok: {len(expected)} claims ({', '.join(expected)})")
+        absent = sorted(set(registry) - set(expected))
+        print(f"ledger ok: {len(expected)} claims ({', '.join(expected)})"
+              + (f"; {len(absent)} registered claims not in this ledger: {', '.join(absent)}" if absent else ""))
     return 0
