@@ -99,7 +99,7 @@ def _list_summary(s):
 @pytest.mark.parametrize("edit,needle", [
     (_bad_rows, "`rows` is empty"),
     (_partial_row, "lacks the columns ['stable']"),
-    (_bogus_tier, "tiers[3] (Z9) lacks the columns"),
+    (_bogus_tier, "(Z9) lacks the columns"),
     (_tier_unknown_claim, "'Z9' is not a claim id"),
     (_newline_cell, "is not one line of text"),
     (_list_summary, "holds a list, not a summary"),
@@ -447,6 +447,9 @@ def test_plan_file_missing_or_a_directory(tmp_path, capsys):
 ])
 def test_judge_an_unknown_or_gpu_only_claim(tmp_path, capsys, claim, needle):
     _, data = _tmp_archive(tmp_path)
+    # a claim planned for a GPU only (H4 was, before issue 37 planned it on the CPU)
+    data["decisive"]["claims"]["H4"] = {"status": "gpu_only", "scale": "paper", "size": {"n_train": 50000},
+                                        "reason": "GPU only (a test plan)"}
     p = _write_plan(tmp_path, data)
     rc = decisive.main(["judge", claim, "--plan", str(p), "--out", str(tmp_path / "j.json")])
     err = capsys.readouterr().err

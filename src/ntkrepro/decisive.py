@@ -148,6 +148,13 @@ ARCHIVED_CONSTANTS: dict[str, dict[str, str]] = {
     "H5": {"ntkrepro.hron2020.finite_nets:CONTROL_SEED_OFFSET": "100000",
            "ntkrepro.hron2020.finite_nets:LAYER_NORMS": "tuple('none', 'per_head', 'output')",
            "ntkrepro.hron2020.finite_nets:MECHANISMS": "tuple('softmax', 'relu', 'identity')"},
+    # H4's cells of the run started at 995c05d (before issue 39 landed) record the scheme-1 hash; these are
+    # the values that commit's code used (unchanged since: compute_constants("H4") printed them)
+    "H4": {"ntkrepro.hron2020.cifar10:FAMILIES": "tuple('flatten', 'gap', 'lap', 'vanilla', 'struct', 'residual')",
+           "ntkrepro.hron2020.h4_decisive:CACHE": "'.cache/decisive-kernels'",
+           "ntkrepro.hron2020.h4_decisive:LABELS": "tuple('real', 'permuted_labels')",
+           "ntkrepro.hron2020.h4_decisive:PERMUTE_TRAIN": "99991",
+           "ntkrepro.hron2020.h4_decisive:PERMUTE_VAL": "99992"},
 }
 
 
