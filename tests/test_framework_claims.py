@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from ntkrepro.framework import claims
-from ntkrepro.ledger import Verdict, get_claim, make_entry
+from ntkrepro.ledger import Verdict, evaluate_control, get_claim, make_entry
+from ntkrepro.ledger.specs import NOT_A_CLAIM
 
 W = [64, 256, 1024, 4096]
 P = {"n_boot": 300, "seed": 0, "steps": 100, "width": 64, "layernorm": True, "activation": "gelu"}
@@ -27,7 +28,7 @@ def _check(ev, expected):
 
 #: amendments per claim: 2026-12-02 (issue 15) for all; issue 21 (F3, F4, F5; F5 also its seed count);
 #: issue 28/29 (F3 and F4 criteria back on the paper's sentence; F2 and F5 default sizes raised once).
-N_AMENDMENTS = {"F1": 1, "F2": 2, "F3": 3, "F4": 3, "F5": 4, "F6": 1}
+N_AMENDMENTS = {"F1": 1, "F2": 2, "F3": 3, "F4": 3, "F5": 5, "F6": 1}
 
 
 def test_all_framework_claims_registered_with_amendments():
@@ -38,8 +39,9 @@ def test_all_framework_claims_registered_with_amendments():
         assert spec.version == 1 + n and len(spec.amendments) == n
         assert spec.amendments[0].date == "2026-12-02"
         for am in spec.amendments:
-            assert am.date in ("2026-12-02", "2026-12-04") and am.change and am.why
-            assert set(am.previous) == {"default", "smoke"}
+            assert am.date in ("2026-12-02", "2026-12-04", "2026-12-06") and am.change and am.why
+            # issue 38's amendments change no computation: only the default verdict existed under it
+            assert set(am.previous) == ({"default"} if am.date == "2026-12-06" else {"default", "smoke"})
             assert not any("BASELINE_" in v or "SMOKE_OLD" in v for v in am.previous.values()), \
                 "previous numbers not filled in"
         assert "Paper" in spec.criterion and '"' in spec.criterion  # quotes the paper's sentence
@@ -394,10 +396,14 @@ def test_f5_control_bidirectional_other_seed_is_rejected():
     seq = rng.normal(0, 0.3, 16)[None]
     bidir = 6.5 + seq + rng.normal(0, 0.05, (4, 16))
     other = 6.5 + seq + rng.normal(0, 0.05, (4, 16))                      # another seed, same sequences
-    e = make_entry("F5", _f5(bidir + 1.0 + rng.normal(0, 0.05, bidir.shape), bidir, other), scale="default")
-    (c,) = e["controls"]
+    res = _f5(bidir + 1.0 + rng.normal(0, 0.05, bidir.shape), bidir, other)
+    spec = get_claim("F5")
+    c = evaluate_control(spec, spec.controls[0], res, "default")    # the criterion function on the control
     assert c["name"] == "bidirectional_other_seed" and c["verdict"] == "not_reproduced", c["reason"]
-    assert e["verdict"] == "reproduced"
+    assert claims.evaluate_f5(res, "default").verdict is Verdict.REPRODUCED
+    # issue 38 / rule 9: F5 is not a claim of seed 000: measured and reported, no verdict
+    e = make_entry("F5", res, scale="default")
+    assert e["verdict"] == NOT_A_CLAIM and e["controls"][0]["verdict"] == NOT_A_CLAIM and e["measured"]
 
 
 def test_f5_four_directions():

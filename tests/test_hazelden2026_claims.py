@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from ntkrepro.hazelden2026 import claims
-from ntkrepro.ledger import UNINFORMATIVE, Verdict, get_claim, make_entry, make_evaluation
+from ntkrepro.ledger import UNINFORMATIVE, Verdict, evaluate_control, get_claim, make_entry, make_evaluation
+from ntkrepro.ledger.specs import NOT_A_CLAIM
 from ntkrepro.stats import participation_ratio, spearman, stratified_spearman_ci
 
 KINDS1 = ["embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"]
@@ -327,17 +328,23 @@ def test_g4_time_code_control_judged_by_the_criterion():
     bound 1.25 PR_x + 1 at small k, so the criterion rejects it. A control that stays within the bound as well
     (the measurement cannot see the extra directions) is not rejected: the claim is inconclusive with the reason
     'holds in time_code too: uninformative at this scale' (ledger control rule of commit 49365b4)."""
-    e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05)), scale="default")
-    (c,) = e["controls"]
+    # issue 38 / rule 9: G4 is not a claim of seed 004, so its entry carries no verdict; the criterion
+    # function still measures the state and the control (reported), and behaves as before on them
+    spec = get_claim("G4")
+    res = _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05))
+    c = evaluate_control(spec, spec.controls[0], res, "default")
     assert c["name"] == "time_code" and c["verdict"] == "not_reproduced" and c["parts"]["a_bound"] == "refuted"
-    assert e["verdict"] == "reproduced"
+    ev = claims.evaluate_g4(res, "default")
+    assert ev.verdict is Verdict.REPRODUCED
     # the post-GELU state is reported beside the verdict (here above the bound), never judged
-    assert e["measured"]["post_gelu_max_excess_over_bound"] > 0 and "reported, not judged: post-GELU" in e["reason"]
-    assert e["measured"]["pr_post_gelu_mean"]
-    e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05, control=lambda x: 0.9 * x + 0.5)),
-                        scale="default")
-    assert e["criterion_verdict"] == "reproduced" and e["controls"][0]["verdict"] == "reproduced"
-    assert e["verdict"] == "inconclusive" and UNINFORMATIVE in e["reason"] and "time_code" in e["reason"]
+    assert ev.measured["post_gelu_max_excess_over_bound"] > 0 and "reported, not judged: post-GELU" in ev.reason
+    e = make_evaluation("G4", res, scale="default")
+    assert e["verdict"] == NOT_A_CLAIM and e["criterion_verdict"] is None and "not a claim of the seed" in e["reason"]
+    assert e["measured"]["pr_post_gelu_mean"] and e["controls"][0]["verdict"] == NOT_A_CLAIM
+    assert e["controls"][0]["measured"]
+    res = _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05, control=lambda x: 0.9 * x + 0.5))
+    assert evaluate_control(spec, spec.controls[0], res, "default")["verdict"] == "reproduced"
+    assert make_evaluation("G4", res, scale="default")["verdict"] == NOT_A_CLAIM
 
 
 def test_g4_judges_the_examples_state_on_the_examples_model():
@@ -406,7 +413,8 @@ def test_ledger_entries_carry_amendments_and_source():
     assert entry["criterion_version"] == 6 and len(entry["amendments"]) == 5
     assert all(a["previous"] for a in entry["amendments"])
     g4spec = get_claim("G4")
-    assert "kpflow" in g4spec.statement and g4spec.version == 4 and "3 x h0" in g4spec.criterion
+    assert "kpflow" in g4spec.statement and g4spec.version == 5 and "3 x h0" in g4spec.criterion
+    assert not g4spec.seed_claim and "rule 9" in g4spec.amendments[-1].change
     assert "1.25 PR_x + 1" in g4spec.criterion and claims.G4_SLACK_MULT == 1.25 and claims.G4_SLACK_ADD == 1.0
     # every control of G1-G4 says why it is the nearest false alternative
     assert all(c.why_nearest for cid in ("G1", "G2", "G3", "G4") for c in get_claim(cid).controls)
@@ -414,4 +422,4 @@ def test_ledger_entries_carry_amendments_and_source():
     res = g4(lambda x: 2 * x + 3, seeds=2)
     res["G4_transformer_rank"]["provenance"] = {}
     entry = make_entry("G4", res, scale="smoke")
-    assert entry["verdict"] == "inconclusive" and entry["power"] and entry["amendments"][0]["previous"]
+    assert entry["verdict"] == NOT_A_CLAIM and entry["amendments"][0]["previous"]   # rule 9: no verdict, no power

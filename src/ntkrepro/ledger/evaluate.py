@@ -67,7 +67,7 @@ def reported_not_judged(spec: ClaimSpec, entry: Mapping[str, Any]) -> dict[str, 
     verdict, parts or power, the reason naming why it is not a claim; the measured values, controls'
     measurements and figure data are kept, and the controls carry no verdict either (``rejected`` and
     ``holds`` false)."""
-    controls = [{**c, "verdict": NOT_A_CLAIM, "rejected": False, "holds": False,
+    controls = [{**c, "verdict": NOT_A_CLAIM, "rejected": False, "holds": False, "parts": {},
                  "reason": f"{NOT_A_CLAIM_LABEL}: measured and reported, no verdict"}
                 for c in entry.get("controls") or []]
     return {"verdict": NOT_A_CLAIM, "criterion_verdict": None, "seed_claim": False,
