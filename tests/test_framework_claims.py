@@ -28,7 +28,7 @@ def _check(ev, expected):
 
 #: amendments per claim: 2026-12-02 (issue 15) for all; issue 21 (F3, F4, F5; F5 also its seed count);
 #: issue 28/29 (F3 and F4 criteria back on the paper's sentence; F2 and F5 default sizes raised once).
-N_AMENDMENTS = {"F1": 1, "F2": 2, "F3": 3, "F4": 3, "F5": 5, "F6": 1}
+N_AMENDMENTS = {"F1": 1, "F2": 2, "F3": 4, "F4": 3, "F5": 5, "F6": 1}
 
 
 def test_all_framework_claims_registered_with_amendments():
@@ -254,6 +254,36 @@ def test_f3_four_directions():
     k["no_attention_pe"] = k["pe"] * (1 - off) + k["pe"] * off * scale
     ev = _check(claims.evaluate_f3(r, "default"), Verdict.INCONCLUSIVE)
     assert ev.measured["coupling_attn_minus_none"].contains(0.0)
+
+
+def test_f3_low_frequency_interval_contains_its_estimate():
+    """Issue 38 (v5): the statistic of a kernel averaged over c sequences grows with c (default run: 0.255 at
+    8, 0.428 at 64), so a percentile bootstrap of the all-sequence statistic (v4) sat below its own point
+    estimate (0.428 outside [0.318, 0.412]). v5 takes the statistic on disjoint groups of F3_GROUP sequences,
+    estimate and resamples alike: the interval is centred on its estimate; the count dependence is reported."""
+    from ntkrepro.stats import bootstrap_ci
+    S, n = 16, 64
+    rng = np.random.default_rng(0)
+    d = np.abs(np.arange(S)[:, None] - np.arange(S)[None])
+    e = rng.normal(0, 0.8, (n, S, S))
+    pe = (np.eye(S) + 0.3 * np.exp(-d / 3.0) + 0.2)[None] + 0.5 * (e + e.transpose(0, 2, 1))
+    r = _f3_kernels(n=n)
+    r["F3_position_kernels"]["pe"] = pe
+    cutoff, topk = claims.f3_topk(S)
+    white = claims.f3_white_share(S, cutoff)
+    v4 = bootstrap_ci(np.arange(n), lambda i: claims.f3_nonconstant_low_freq_share(pe[i].mean(0), topk, cutoff) - white,
+                      n_boot=1000)
+    assert not v4.contains(v4.value)                     # the v4 interval misses its own estimate
+    ev = claims.evaluate_f3(r, "default")
+    lf = ev.measured["low_freq_share_eigvecs_2_to_k_minus_white"]
+    assert lf.contains(lf.value) and lf.low > 0 and "groups of 8 sequences" in lf.method
+    assert ev.measured["sequences_per_group"] == claims.F3_GROUP == 8 and ev.measured["n_groups"] == 8
+    by = ev.measured["reported_low_freq_minus_white_by_sequences_averaged"]
+    assert list(by) == ["1", "2", "4", "8", "16", "32", "64"] and by["8"] == pytest.approx(lf.value)
+    assert by["64"] == pytest.approx(ev.measured["reported_low_freq_minus_white_all_sequences"])
+    assert by["64"] > by["8"] > by["1"]
+    # few sequences: two groups at least (n // 2 each), one sequence per group at n < 4
+    assert [claims.f3_group_size(m) for m in (2, 3, 8, 15, 16, 64)] == [1, 1, 4, 7, 8, 8]
 
 
 # ---------------------------------------------------------------------------------------- F4
