@@ -260,7 +260,7 @@ def test_f3_low_frequency_interval_contains_its_estimate():
     """Issue 38 (v5): the statistic of a kernel averaged over c sequences grows with c (default run: 0.255 at
     8, 0.428 at 64), so a percentile bootstrap of the all-sequence statistic (v4) sat below its own point
     estimate (0.428 outside [0.318, 0.412]). v5 takes the statistic on disjoint groups of F3_GROUP sequences,
-    estimate and resamples alike: the interval is centred on its estimate; the count dependence is reported."""
+    with a Student-t interval over the groups: centred on its estimate; the count dependence is reported."""
     from ntkrepro.stats import bootstrap_ci
     S, n = 16, 64
     rng = np.random.default_rng(0)
@@ -282,8 +282,10 @@ def test_f3_low_frequency_interval_contains_its_estimate():
     assert list(by) == ["1", "2", "4", "8", "16", "32", "64"] and by["8"] == pytest.approx(lf.value)
     assert by["64"] == pytest.approx(ev.measured["reported_low_freq_minus_white_all_sequences"])
     assert by["64"] > by["8"] > by["1"]
-    # few sequences: two groups at least (n // 2 each), one sequence per group at n < 4
-    assert [claims.f3_group_size(m) for m in (2, 3, 8, 15, 16, 64)] == [1, 1, 4, 7, 8, 8]
+    # fewer than 32 sequences: four groups (n // 4 each), one sequence per group below 8
+    assert [claims.f3_group_size(m) for m in (2, 3, 8, 15, 16, 31, 32, 64)] == [1, 1, 2, 3, 4, 7, 8, 8]
+    iv = claims.f3_group_interval(np.array([0.1, 0.5, 0.2, 0.9]))      # symmetric about the mean
+    assert iv.value == pytest.approx(0.425) and iv.value - iv.low == pytest.approx(iv.high - iv.value)
 
 
 # ---------------------------------------------------------------------------------------- F4
