@@ -51,7 +51,8 @@ lf = m["low_freq_share_eigvecs_2_to_k_minus_white"]
 ax.axvspan(1.5, m["top_k"] + 0.5, color="0.9", zorder=0)
 ax.set(xlabel="eigenvalue index", ylabel="spectral centroid (cycles / sequence)",
        title=f"judged (a): eigenvectors 2..{m['top_k']} (shaded), low-freq share - white\n"
-             f"{lf['value']:.3g} [{lf['ci_low']:.3g}, {lf['ci_high']:.3g}]")
+             f"{lf['value']:.3g} [{lf['ci_low']:.3g}, {lf['ci_high']:.3g}] per {m['sequences_per_group']} sequences "
+             f"averaged; all {m['n_sequences']}: {m['reported_low_freq_minus_white_all_sequences']:.3g}")
 ax.legend(fontsize=7)
 ax = axes[1, 2]
 for k, label in names.items():

@@ -81,8 +81,8 @@ ax.set(yscale="log", ylim=(1e-10, 2), xlabel="index", ylabel="eigenvalue / large
        title="judged state's temporal GeNTK spectrum (first seed)")
 ax.legend(fontsize=6, ncol=2)
 e, rho = M["max_excess_over_bound"], M["spearman_prX_prTime"]
-fig.suptitle(f"G4: temporal effective dimension of the GeNTK of all weight-site variables (the state the verdict "
-             f"judges; kpflow's example architecture) vs input (T={res['params']['seq_len']}, batch "
+fig.suptitle(f"G4: temporal effective dimension of the GeNTK of all weight-site variables (the state the "
+             f"example measures; kpflow's example architecture) vs input (T={res['params']['seq_len']}, batch "
              f"{res['params']['batch']}, {M['n_seeds']} seeds)\n"
              f"largest excess over the bound {interval_text(e)}, Spearman {interval_text(rho)}", fontsize=9)
 fig.tight_layout(rect=(0, 0.06, 1, 1))

@@ -169,6 +169,10 @@ def test_nan_rule_for_every_registered_criterion_and_control(cid, monkeypatch):
         ledger.control_function(cid, c.name)  # every pre-registered control has its function
         monkeypatch.setitem(ledger._CONTROLS, (cid, c.name), lambda r: r)
     e = ledger.make_evaluation(cid, {"fake": {"x": float("nan")}}, scale="smoke")
+    if not spec.seed_claim:  # CLAIMS.md rule 9 (issue 38): measured and reported, no verdict to cap
+        assert e["verdict"] == ledger.NOT_A_CLAIM and e["criterion_verdict"] is None
+        assert all(c["verdict"] == ledger.NOT_A_CLAIM and not c["rejected"] for c in e["controls"])
+        return
     assert e["criterion_verdict"] == "not_reproduced" and e["verdict"] == "inconclusive"
     assert "effect.value" in e["reason"] and ledger.NAN_NOT_EVIDENCE in e["reason"]
     assert e["power"] and "NaN" in e["power"][-1]["text"]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from ntkrepro.framework import claims
-from ntkrepro.ledger import Verdict, get_claim, make_entry
+from ntkrepro.ledger import Verdict, evaluate_control, get_claim, make_entry
+from ntkrepro.ledger.specs import NOT_A_CLAIM
 
 W = [64, 256, 1024, 4096]
 P = {"n_boot": 300, "seed": 0, "steps": 100, "width": 64, "layernorm": True, "activation": "gelu"}
@@ -27,7 +28,7 @@ def _check(ev, expected):
 
 #: amendments per claim: 2026-12-02 (issue 15) for all; issue 21 (F3, F4, F5; F5 also its seed count);
 #: issue 28/29 (F3 and F4 criteria back on the paper's sentence; F2 and F5 default sizes raised once).
-N_AMENDMENTS = {"F1": 1, "F2": 2, "F3": 3, "F4": 3, "F5": 4, "F6": 1}
+N_AMENDMENTS = {"F1": 1, "F2": 2, "F3": 4, "F4": 3, "F5": 5, "F6": 1}
 
 
 def test_all_framework_claims_registered_with_amendments():
@@ -38,8 +39,9 @@ def test_all_framework_claims_registered_with_amendments():
         assert spec.version == 1 + n and len(spec.amendments) == n
         assert spec.amendments[0].date == "2026-12-02"
         for am in spec.amendments:
-            assert am.date in ("2026-12-02", "2026-12-04") and am.change and am.why
-            assert set(am.previous) == {"default", "smoke"}
+            assert am.date in ("2026-12-02", "2026-12-04", "2026-12-06") and am.change and am.why
+            # issue 38's amendments change no computation: only the default verdict existed under it
+            assert set(am.previous) == ({"default"} if am.date == "2026-12-06" else {"default", "smoke"})
             assert not any("BASELINE_" in v or "SMOKE_OLD" in v for v in am.previous.values()), \
                 "previous numbers not filled in"
         assert "Paper" in spec.criterion and '"' in spec.criterion  # quotes the paper's sentence
@@ -254,6 +256,38 @@ def test_f3_four_directions():
     assert ev.measured["coupling_attn_minus_none"].contains(0.0)
 
 
+def test_f3_low_frequency_interval_contains_its_estimate():
+    """Issue 38 (v5): the statistic of a kernel averaged over c sequences grows with c (default run: 0.255 at
+    8, 0.428 at 64), so a percentile bootstrap of the all-sequence statistic (v4) sat below its own point
+    estimate (0.428 outside [0.318, 0.412]). v5 takes the statistic on disjoint groups of F3_GROUP sequences,
+    with a Student-t interval over the groups: centred on its estimate; the count dependence is reported."""
+    from ntkrepro.stats import bootstrap_ci
+    S, n = 16, 64
+    rng = np.random.default_rng(0)
+    d = np.abs(np.arange(S)[:, None] - np.arange(S)[None])
+    e = rng.normal(0, 0.8, (n, S, S))
+    pe = (np.eye(S) + 0.3 * np.exp(-d / 3.0) + 0.2)[None] + 0.5 * (e + e.transpose(0, 2, 1))
+    r = _f3_kernels(n=n)
+    r["F3_position_kernels"]["pe"] = pe
+    cutoff, topk = claims.f3_topk(S)
+    white = claims.f3_white_share(S, cutoff)
+    v4 = bootstrap_ci(np.arange(n), lambda i: claims.f3_nonconstant_low_freq_share(pe[i].mean(0), topk, cutoff) - white,
+                      n_boot=1000)
+    assert not v4.contains(v4.value)                     # the v4 interval misses its own estimate
+    ev = claims.evaluate_f3(r, "default")
+    lf = ev.measured["low_freq_share_eigvecs_2_to_k_minus_white"]
+    assert lf.contains(lf.value) and lf.low > 0 and "groups of 8 sequences" in lf.method
+    assert ev.measured["sequences_per_group"] == claims.F3_GROUP == 8 and ev.measured["n_groups"] == 8
+    by = ev.measured["reported_low_freq_minus_white_by_sequences_averaged"]
+    assert list(by) == ["1", "2", "4", "8", "16", "32", "64"] and by["8"] == pytest.approx(lf.value)
+    assert by["64"] == pytest.approx(ev.measured["reported_low_freq_minus_white_all_sequences"])
+    assert by["64"] > by["8"] > by["1"]
+    # fewer than 32 sequences: four groups (n // 4 each), one sequence per group below 8
+    assert [claims.f3_group_size(m) for m in (2, 3, 8, 15, 16, 31, 32, 64)] == [1, 1, 2, 3, 4, 7, 8, 8]
+    iv = claims.f3_group_interval(np.array([0.1, 0.5, 0.2, 0.9]))      # symmetric about the mean
+    assert iv.value == pytest.approx(0.425) and iv.value - iv.low == pytest.approx(iv.high - iv.value)
+
+
 # ---------------------------------------------------------------------------------------- F4
 def _f4(corr, corr_init=None, widths=(64, 128, 256, 512)):
     corr = np.asarray(corr, float)
@@ -394,10 +428,14 @@ def test_f5_control_bidirectional_other_seed_is_rejected():
     seq = rng.normal(0, 0.3, 16)[None]
     bidir = 6.5 + seq + rng.normal(0, 0.05, (4, 16))
     other = 6.5 + seq + rng.normal(0, 0.05, (4, 16))                      # another seed, same sequences
-    e = make_entry("F5", _f5(bidir + 1.0 + rng.normal(0, 0.05, bidir.shape), bidir, other), scale="default")
-    (c,) = e["controls"]
+    res = _f5(bidir + 1.0 + rng.normal(0, 0.05, bidir.shape), bidir, other)
+    spec = get_claim("F5")
+    c = evaluate_control(spec, spec.controls[0], res, "default")    # the criterion function on the control
     assert c["name"] == "bidirectional_other_seed" and c["verdict"] == "not_reproduced", c["reason"]
-    assert e["verdict"] == "reproduced"
+    assert claims.evaluate_f5(res, "default").verdict is Verdict.REPRODUCED
+    # issue 38 / rule 9: F5 is not a claim of seed 000: measured and reported, no verdict
+    e = make_entry("F5", res, scale="default")
+    assert e["verdict"] == NOT_A_CLAIM and e["controls"][0]["verdict"] == NOT_A_CLAIM and e["measured"]
 
 
 def test_f5_four_directions():

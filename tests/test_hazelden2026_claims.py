@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from ntkrepro.hazelden2026 import claims
-from ntkrepro.ledger import UNINFORMATIVE, Verdict, get_claim, make_entry, make_evaluation
+from ntkrepro.ledger import UNINFORMATIVE, Verdict, evaluate_control, get_claim, make_entry, make_evaluation
+from ntkrepro.ledger.specs import NOT_A_CLAIM
 from ntkrepro.stats import participation_ratio, spearman, stratified_spearman_ci
 
 KINDS1 = ["embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"]
@@ -125,7 +126,7 @@ def g3(pr_frac, loss_ratio, models=("rnn", "gru"), scales=SCALES, seeds=5, noise
 
 def test_g3_reproduces_low_rank_init_learns_worse():
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
-    ev = claims.evaluate_g3(res, "default")
+    ev = claims.g3_scale_sweep(res, "default")
     assert ev.verdict is Verdict.REPRODUCED, ev.reason
     assert ev.measured["spearman_pr_vs_loss_ratio_within_model"].high <= 0
     assert ev.measured["lowest_pr_ratio_to_g1"].high <= 0.5     # g=1e-3: PR 1/5 of g=1's
@@ -135,11 +136,11 @@ def test_g3_reproduces_low_rank_init_learns_worse():
 
 def test_g3_refutes_when_low_rank_learns_better_or_nothing_is_low_rank():
     # lower initial rank goes with BETTER learning: interval wholly above 0
-    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.2 + 0.12 * i, noise=0.02),
+    ev = claims.g3_scale_sweep(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.2 + 0.12 * i, noise=0.02),
                             "default")
     assert ev.verdict is Verdict.NOT_REPRODUCED and ev.measured["spearman_pr_vs_loss_ratio_within_model"].low > 0
     # no initialisation low-rank relative to g = 1 (all PR within 20% of g=1's, tight over seeds)
-    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.5 + 0.05 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02),
+    ev = claims.g3_scale_sweep(g3(pr_frac=lambda i: 0.5 + 0.05 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02),
                             "default")
     assert ev.verdict is Verdict.NOT_REPRODUCED and ev.parts["a_low_rank"].value == "refuted"
 
@@ -149,7 +150,7 @@ def test_g3_between_model_confound_does_not_pass():
     higher loss overall, so the pooled correlation is negative. The within-model criterion refutes."""
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.1 + 0.02 * i, noise=0.005,
              model_shift={"gru": (0.1, 0.6), "rnn": (1.0, 0.0)})
-    ev = claims.evaluate_g3(res, "default")
+    ev = claims.g3_scale_sweep(res, "default")
     assert ev.measured["spearman_pr_vs_loss_ratio_pooled"].high < 0            # pooled: "supports"
     assert ev.measured["spearman_pr_vs_loss_ratio_within_model"].low > 0       # within: contradicts
     assert ev.verdict is Verdict.NOT_REPRODUCED
@@ -159,7 +160,7 @@ def test_g3_uniformly_low_pr_is_not_low_rank():
     """Issue 21: every GRU configuration had PR/N 0.056-0.079, below criterion v4's absolute 0.1, so (a) could not
     fail. Relative to g = 1 a uniformly low PR is not a low-rank initialisation: (a) is refuted."""
     res = g3(pr_frac=lambda i: 0.06 + 0.004 * i, loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02, models=("gru",))
-    ev = claims.evaluate_g3(res, "default")
+    ev = claims.g3_scale_sweep(res, "default")
     assert all(v < 0.1 for v in ev.measured["pr_fraction_mean"].values())       # v4's (a) would hold
     assert ev.parts["a_low_rank"].value == "refuted" and ev.verdict is Verdict.NOT_REPRODUCED
 
@@ -176,7 +177,7 @@ def test_g3_duplicate_scales_are_one_point():
     for u in runs:
         if u["scale"] == 0.1:
             dup["G3_rnn_spectra"]["runs"] += [{**u, "scale": g} for g in (1e-3, 3e-3, 1e-2, 3e-2, 5e-2)]
-    ev0, ev1 = claims.evaluate_g3(base, "default"), claims.evaluate_g3(dup, "default")
+    ev0, ev1 = claims.g3_scale_sweep(base, "default"), claims.g3_scale_sweep(dup, "default")
     assert ev0.measured["n_distinct_points"] == ev1.measured["n_distinct_points"] == 30
     assert ev1.measured["n_runs"] == 80
     iv0, iv1 = (e.measured["spearman_pr_vs_loss_ratio_within_model"] for e in (ev0, ev1))
@@ -191,12 +192,12 @@ def test_g3_duplicate_scales_are_one_point():
 
 def test_g3_too_few_seeds_or_no_reference_scale_is_undecided():
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02, seeds=4)
-    ev = claims.evaluate_g3(res, "default")
+    ev = claims.g3_scale_sweep(res, "default")
     assert ev.parts["b_rank_vs_learning"].value == "undecided" and ev.verdict is Verdict.INCONCLUSIVE
     assert any("4 seeds (>= 5 needed)" in p.text() for p in ev.power)
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02,
              scales=[1e-3, 1e-2, 1e-1, 0.5, 3.0])
-    ev = claims.evaluate_g3(res, "default")
+    ev = claims.g3_scale_sweep(res, "default")
     assert ev.parts["a_low_rank"].value == "undecided" and any("reference scale" in p.text() for p in ev.power)
 
 
@@ -208,12 +209,15 @@ def test_g3_near_miss_control_falls_just_short_of_the_margin():
     res = _prov(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02))
     e = make_evaluation("G3", res, scale="default")
     (c,) = e["controls"]
-    assert c["name"] == "rank_reduction_short_of_margin" and c["verdict"] == "not_reproduced"
-    assert c["parts"]["a_low_rank"] == "refuted" and c["parts"]["b_rank_vs_learning"] == "holds"
+    # v7 (issue 38): the sweep is reported on the control as on the real run; its v6 reading is kept
+    assert c["name"] == "rank_reduction_short_of_margin" and c["verdict"] == "inconclusive"
+    assert c["measured"]["reported_sweep_v6_verdict"] == "not_reproduced"
+    assert c["measured"]["reported_sweep_v6_a_low_rank"] == "refuted"
+    assert c["measured"]["reported_sweep_v6_b_rank_vs_learning"] == "holds"
     assert c["measured"]["lowest_pr_ratio_to_g1"]["value"] == pytest.approx(claims.G3_NEAR_MISS_RATIO, rel=1e-9)
     assert c["measured"]["spearman_pr_vs_loss_ratio_within_model"]["value"] == pytest.approx(   # within-seed order
         e["measured"]["spearman_pr_vs_loss_ratio_within_model"]["value"], abs=0.05)            # kept
-    assert e["verdict"] == "reproduced"
+    assert e["verdict"] == "inconclusive" and e["measured"]["reported_sweep_v6_verdict"] == "reproduced"
     # g = 1 itself is untouched; a model whose reductions are already short of 0.6 keeps its own ranks
     ctl = claims.control_g3_short_of_margin(res)["G3_rnn_spectra"]
     ref = {(u["model"], u["seed"], u["scale"]): u["pr_full"] for u in res["G3_rnn_spectra"]["runs"]}
@@ -233,7 +237,7 @@ def test_g3_diverged_low_rank_runs_are_counted_as_worst_learners():
     for u in res["G3_rnn_spectra"]["runs"]:
         if u["diverged"]:
             u["loss_ratio"] = u["loss_final"] = float("nan")
-    ev = claims.evaluate_g3(res, "default")
+    ev = claims.g3_scale_sweep(res, "default")
     iv = ev.measured["spearman_pr_vs_loss_ratio_within_model"]
     assert ev.measured["n_distinct_points"] == 60 and len(ev.measured["diverged"]) == 20
     assert ev.measured["diverged_ranked_worst"] == 20 and "ranked as the worst learners" in ev.reason
@@ -241,19 +245,19 @@ def test_g3_diverged_low_rank_runs_are_counted_as_worst_learners():
     # the same runs with the diverged ones dropped (criterion v5's filter): the association is not seen
     kept = copy.deepcopy(res)
     kept["G3_rnn_spectra"]["runs"] = [u for u in kept["G3_rnn_spectra"]["runs"] if not u["diverged"]]
-    ev5 = claims.evaluate_g3(kept, "default")
+    ev5 = claims.g3_scale_sweep(kept, "default")
     assert ev5.parts["b_rank_vs_learning"].value != "holds"
     # a diverged run with a finite but huge loss ratio ranks the same as one with none
     for u in res["G3_rnn_spectra"]["runs"]:
         if u["diverged"]:
             u["loss_ratio"] = 1e6
-    iv2 = claims.evaluate_g3(res, "default").measured["spearman_pr_vs_loss_ratio_within_model"]
+    iv2 = claims.g3_scale_sweep(res, "default").measured["spearman_pr_vs_loss_ratio_within_model"]
     assert (iv2.value, iv2.low, iv2.high) == (iv.value, iv.low, iv.high)
 
 
 def test_g3_inconclusive_when_more_than_a_third_diverge():
     div = {(m, g, s) for m in ("rnn", "gru") for g in SCALES[3:] for s in range(5)}  # half of the runs
-    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i,
+    ev = claims.g3_scale_sweep(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i,
                                noise=0.02, diverged=div), "default")
     assert ev.verdict is Verdict.INCONCLUSIVE
     assert any("diverged" in p.text() for p in ev.power)
@@ -262,13 +266,13 @@ def test_g3_inconclusive_when_more_than_a_third_diverge():
 
 def test_g3_underpowered_wide_interval_is_inconclusive():
     # weak noisy association: the seed-bootstrap interval straddles 0 -> inconclusive with a power line in seeds
-    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.6 - 0.02 * i, noise=0.3,
+    ev = claims.g3_scale_sweep(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.6 - 0.02 * i, noise=0.3,
                                rng_seed=3), "default")
     iv = ev.measured["spearman_pr_vs_loss_ratio_within_model"]
     assert ev.verdict is Verdict.INCONCLUSIVE and iv.low < 0 < iv.high
     assert any("Spearman" in p.text() and "seeds" in p.text() for p in ev.power)
     # a single seed per initialisation cannot establish "low rank" with precision
-    ev = claims.evaluate_g3(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, seeds=1),
+    ev = claims.g3_scale_sweep(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, seeds=1),
                             "default")
     assert ev.parts["a_low_rank"].value == "undecided" and ev.verdict is Verdict.INCONCLUSIVE and ev.power
 
@@ -327,17 +331,23 @@ def test_g4_time_code_control_judged_by_the_criterion():
     bound 1.25 PR_x + 1 at small k, so the criterion rejects it. A control that stays within the bound as well
     (the measurement cannot see the extra directions) is not rejected: the claim is inconclusive with the reason
     'holds in time_code too: uninformative at this scale' (ledger control rule of commit 49365b4)."""
-    e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05)), scale="default")
-    (c,) = e["controls"]
+    # issue 38 / rule 9: G4 is not a claim of seed 004, so its entry carries no verdict; the criterion
+    # function still measures the state and the control (reported), and behaves as before on them
+    spec = get_claim("G4")
+    res = _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05))
+    c = evaluate_control(spec, spec.controls[0], res, "default")
     assert c["name"] == "time_code" and c["verdict"] == "not_reproduced" and c["parts"]["a_bound"] == "refuted"
-    assert e["verdict"] == "reproduced"
+    ev = claims.evaluate_g4(res, "default")
+    assert ev.verdict is Verdict.REPRODUCED
     # the post-GELU state is reported beside the verdict (here above the bound), never judged
-    assert e["measured"]["post_gelu_max_excess_over_bound"] > 0 and "reported, not judged: post-GELU" in e["reason"]
-    assert e["measured"]["pr_post_gelu_mean"]
-    e = make_evaluation("G4", _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05, control=lambda x: 0.9 * x + 0.5)),
-                        scale="default")
-    assert e["criterion_verdict"] == "reproduced" and e["controls"][0]["verdict"] == "reproduced"
-    assert e["verdict"] == "inconclusive" and UNINFORMATIVE in e["reason"] and "time_code" in e["reason"]
+    assert ev.measured["post_gelu_max_excess_over_bound"] > 0 and "reported, not judged: post-GELU" in ev.reason
+    e = make_evaluation("G4", res, scale="default")
+    assert e["verdict"] == NOT_A_CLAIM and e["criterion_verdict"] is None and "not a claim of the seed" in e["reason"]
+    assert e["measured"]["pr_post_gelu_mean"] and e["controls"][0]["verdict"] == NOT_A_CLAIM
+    assert e["controls"][0]["measured"]
+    res = _prov(g4(lambda x: 0.9 * x + 0.5, noise=0.05, control=lambda x: 0.9 * x + 0.5))
+    assert evaluate_control(spec, spec.controls[0], res, "default")["verdict"] == "reproduced"
+    assert make_evaluation("G4", res, scale="default")["verdict"] == NOT_A_CLAIM
 
 
 def test_g4_judges_the_examples_state_on_the_examples_model():
@@ -396,17 +406,18 @@ def test_ledger_entries_carry_amendments_and_source():
     entry = make_entry("G1", res, scale="smoke")
     assert entry["verdict"] == "reproduced" and entry["measured"]["max_rel_error_float64"] == 1e-17
     g3spec = get_claim("G3")
-    assert g3spec.version == 6 and len(g3spec.amendments) == 5 and "g = 1" in g3spec.criterion
+    assert g3spec.version == 7 and len(g3spec.amendments) == 6 and "g = 1" in g3spec.criterion
     assert "worst learner" in g3spec.criterion and "+0.97" in g3spec.amendments[-1].previous["default"]
     assert "0.05" in g3spec.amendments[0].change and "diverge" in g3spec.amendments[0].why
     assert "some RNN initializations" in g3spec.statement
     res = g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=lambda i: 0.9 - 0.12 * i, noise=0.02)
     res["G3_rnn_spectra"]["provenance"] = {}
     entry = make_entry("G3", res, scale="default")
-    assert entry["criterion_version"] == 6 and len(entry["amendments"]) == 5
+    assert entry["criterion_version"] == 7 and len(entry["amendments"]) == 6
     assert all(a["previous"] for a in entry["amendments"])
     g4spec = get_claim("G4")
-    assert "kpflow" in g4spec.statement and g4spec.version == 4 and "3 x h0" in g4spec.criterion
+    assert "kpflow" in g4spec.statement and g4spec.version == 5 and "3 x h0" in g4spec.criterion
+    assert not g4spec.seed_claim and "rule 9" in g4spec.amendments[-1].change
     assert "1.25 PR_x + 1" in g4spec.criterion and claims.G4_SLACK_MULT == 1.25 and claims.G4_SLACK_ADD == 1.0
     # every control of G1-G4 says why it is the nearest false alternative
     assert all(c.why_nearest for cid in ("G1", "G2", "G3", "G4") for c in get_claim(cid).controls)
@@ -414,4 +425,21 @@ def test_ledger_entries_carry_amendments_and_source():
     res = g4(lambda x: 2 * x + 3, seeds=2)
     res["G4_transformer_rank"]["provenance"] = {}
     entry = make_entry("G4", res, scale="smoke")
-    assert entry["verdict"] == "inconclusive" and entry["power"] and entry["amendments"][0]["previous"]
+    assert entry["verdict"] == NOT_A_CLAIM and entry["amendments"][0]["previous"]   # rule 9: no verdict, no power
+
+
+@pytest.mark.parametrize("loss_ratio, v6", [
+    (lambda i: 0.9 - 0.12 * i, "reproduced"),       # lower rank learns worse
+    (lambda i: 0.2 + 0.12 * i, "not_reproduced"),   # lower rank learns better: v6 refuted the claim
+])
+def test_g3_existential_claim_is_never_refuted_by_the_sweep(loss_ratio, v6):
+    """Issue 38 (v7; CLAIMS.md G3 row): the seed's sentence is existential, its primary test (the authors'
+    planted-fixed-point comparison) is not run, so the entry is inconclusive whatever the initial-scale sweep
+    shows; the sweep's numbers and v6's reading of them are reported."""
+    res = _prov(g3(pr_frac=lambda i: 0.01 * (i + 1), loss_ratio=loss_ratio, noise=0.02))
+    e = make_evaluation("G3", res, scale="default")
+    assert e["verdict"] == e["criterion_verdict"] == "inconclusive" and e["parts"] == {}
+    assert e["measured"]["reported_sweep_v6_verdict"] == v6
+    assert "planted" in e["power"][0]["text"] and e["power"][0]["needed"] == float("inf")
+    assert "existential" in e["reason"] and "reported, not judged" in e["reason"]
+    assert list(e["measured"])[0] == "spearman_pr_vs_loss_ratio_within_model"    # the headline stays the sweep's

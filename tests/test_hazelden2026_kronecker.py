@@ -306,7 +306,7 @@ def test_g4_time_code_control_raises_the_judged_state_above_the_bound():
     """Issue 28's near miss: two extra temporal directions in the input lift the temporal rank of the example's state
     over 1.25 PR_x + 1 at small k (control rejected), while the real run stays under it; the control's GeNTK is
     checked against autodiff like the real one; the code is a buffer, the weights are the real model's."""
-    from ntkrepro.ledger import make_evaluation
+    from ntkrepro.ledger import NOT_A_CLAIM, evaluate_control, get_claim, make_evaluation
     p = dict(d_in=6, d_model=8, n_heads=1, d_mlp=16, mlp_layers=3, seq_len=10, batch=2, d_out=1,
              input_dims=[1, 2, 4], n_seeds=5, seed=0)
     r = transformer.run_g4(p, Ctx())
@@ -316,8 +316,11 @@ def test_g4_time_code_control_raises_the_judged_state_above_the_bound():
     # a near miss: seed by seed it can fall under the bound at this tiny size; the seed mean is above it
     assert np.mean([a for a, _ in k1]) < 2.25 < np.mean([c for _, c in k1])
     assert all(c > real + 0.5 for real, c in k1)
-    e = make_evaluation("G4", {"G4_transformer_rank": {**r, "params": p, "provenance": {}}}, scale="smoke")
-    assert e["controls"][0]["verdict"] != "reproduced" and e["controls"][0]["parts"]["a_bound"] != "holds"
+    res = {"G4_transformer_rank": {**r, "params": p, "provenance": {}}}
+    spec = get_claim("G4")
+    c = evaluate_control(spec, spec.controls[0], res, "smoke")       # the criterion function on the control
+    assert c["verdict"] != "reproduced" and c["parts"]["a_bound"] != "holds"
+    assert make_evaluation("G4", res, scale="smoke")["verdict"] == NOT_A_CLAIM   # rule 9: reported, no verdict
     m0 = transformer.build_g4(p, torch.float64, 3)
     m1 = transformer.build_g4(p, torch.float64, 3)
     m1.code = torch.from_numpy(transformer.time_code(np.ones((1, 10, 6)) + np.arange(6), 1))

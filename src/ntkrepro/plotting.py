@@ -148,7 +148,10 @@ def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path, *, scale: str
     footer = [fig.text(0.99, pad, label, ha="right", va="bottom", fontsize=FOOTER_FONTSIZE, color="0.35",
                        linespacing=1.15)]
     if verdict is not None:
-        footer.append(fig.text(0.01, pad, f"verdict: {verdict.replace('_', ' ')}", ha="left", va="bottom",
+        # a proposition the seed does not state (ntkrepro.ledger.NOT_A_CLAIM, CLAIMS.md rule 9) has no verdict
+        text = ("reported: not a claim of the seed" if verdict == "not_a_claim"
+                else f"verdict: {verdict.replace('_', ' ')}")
+        footer.append(fig.text(0.01, pad, text, ha="left", va="bottom",
                                fontsize=VERDICT_FONTSIZE, weight="bold", color=VERDICT_COLOURS.get(verdict, "0.2")))
     reserve_footer(fig, footer)
     overlaps = footer_overlaps(fig, footer)

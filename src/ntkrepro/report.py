@@ -20,6 +20,7 @@ from typing import Any
 
 from ntkrepro.io import atomic_path, read_json
 from ntkrepro.ledger import PAPERS, _tex_escape
+from ntkrepro.ledger.specs import NOT_A_CLAIM
 
 INSTALL_HINT = (
     "No LaTeX toolchain found (need `latexmk` and `pdflatex`). Install one, e.g. on Debian/Ubuntu:\n"
@@ -65,13 +66,18 @@ def render(template: Path, entries: Sequence[Mapping[str, Any]], figures: Mappin
         section = root / "paper" / "sections" / f"{key}.tex"
         papers.append({"key": key, "paper": paper, "claims": claims, "figures": figs,
                        "section": os.path.relpath(section, out_dir)})
-    counts = {v: sum(e["verdict"] == v for e in entries) for v in ("reproduced", "not_reproduced", "inconclusive")}
+    # only the seeds' claims are counted (CLAIMS.md rule 9): a proposition the seed does not state is
+    # reported under its paper with its numbers and figure, without a verdict, and named here
+    not_claims = sorted((e["id"] for e in entries if e["verdict"] == NOT_A_CLAIM), key=_claim_key)
+    judged = [e for e in entries if e["verdict"] != NOT_A_CLAIM]
+    counts = {v: sum(e["verdict"] == v for e in judged) for v in ("reproduced", "not_reproduced", "inconclusive")}
     # replicates (ntkrepro.ledger.attach_replicates): stable / fragile / run once
-    stability = {"stable": sorted((e["id"] for e in entries if e.get("stable") is True), key=_claim_key),
-                 "fragile": sorted((e["id"] for e in entries if e.get("stable") is False), key=_claim_key),
-                 "single": sorted((e["id"] for e in entries if e.get("stable") is None), key=_claim_key)}
+    stability = {"stable": sorted((e["id"] for e in judged if e.get("stable") is True), key=_claim_key),
+                 "fragile": sorted((e["id"] for e in judged if e.get("stable") is False), key=_claim_key),
+                 "single": sorted((e["id"] for e in judged if e.get("stable") is None), key=_claim_key)}
     return env.get_template(template.name).render(
-        papers=papers, scale=scale, counts=counts, n_claims=len(entries), stability=stability,
+        papers=papers, scale=scale, counts=counts, n_claims=len(judged), not_claims=not_claims,
+        not_a_claim=NOT_A_CLAIM, stability=stability,
         table=Path(table_tex).read_text())
 
 

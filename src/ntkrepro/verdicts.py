@@ -71,10 +71,21 @@ def _short(text: str, limit: int = MAX_HEADLINE) -> str:
     return cut + "…"
 
 
+#: The verdict cell of a proposition the seed does not state (CLAIMS.md rule 9: reported, no verdict,
+#: not counted); ``ntkrepro.ledger.NOT_A_CLAIM`` in the entry.
+NOT_A_CLAIM_CELL = "no verdict: not a claim of the seed"
+#: The ledger's verdict value of such an entry (``ntkrepro.ledger.specs.NOT_A_CLAIM``).
+_NOT_A_CLAIM = "not_a_claim"
+
+
 def _verdict_cell(entry: Mapping[str, Any]) -> str:
     v = str(entry.get("verdict", "?"))
-    if v == "inconclusive" and entry.get("criterion_verdict") == "reproduced" and any(
-            c.get("verdict") == "reproduced" for c in entry.get("controls") or []):
+    if v == _NOT_A_CLAIM:
+        return NOT_A_CLAIM_CELL
+    if v == "inconclusive" and entry.get("criterion_verdict") == "reproduced" and (any(
+            c.get("verdict") == "reproduced" for c in entry.get("controls") or []) or any(
+            p.get("quantity") == "negative control" and "uninformative" in str(p.get("text"))
+            for p in entry.get("power") or [] if isinstance(p, Mapping))):
         return "inconclusive (uninformative: holds in a control too)"
     return v.replace("_", " ")
 
@@ -83,7 +94,9 @@ def _controls_cell(entry: Mapping[str, Any]) -> str:
     controls = entry.get("controls") or []
     if not controls:
         return "none"
-    return "; ".join(f"{c.get('name')}: {str(c.get('verdict', '?')).replace('_', ' ')}" for c in controls)
+    return "; ".join(f"{c.get('name')}: "
+                     + ("reported" if c.get("verdict") == _NOT_A_CLAIM else str(c.get('verdict', '?')).replace('_', ' '))
+                     for c in controls)
 
 
 def _replicates_cell(entry: Mapping[str, Any]) -> str:
@@ -155,9 +168,28 @@ def _markdown(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def count_line(rows: Sequence[Mapping[str, str]]) -> str:
+    """The count of claims under the table: the seeds' claims with their verdicts; the propositions the
+    seeds do not state (:data:`NOT_A_CLAIM_CELL`) are named, never counted (CLAIMS.md rule 9)."""
+    judged = [r for r in rows if r.get(COLUMNS[1]) != NOT_A_CLAIM_CELL]
+    reported = [str(r.get("id")) for r in rows if r.get(COLUMNS[1]) == NOT_A_CLAIM_CELL]
+    counts: dict[str, int] = {}
+    for r in judged:
+        head = str(r.get(COLUMNS[1], "?")).split(" (", 1)[0]
+        counts[head] = counts.get(head, 0) + 1
+    order = ["reproduced", "not reproduced", "inconclusive"]
+    parts = [f"{counts[k]} {k}" for k in order + sorted(set(counts) - set(order)) if counts.get(k)]
+    line = f"{len(judged)} claims of the seeds: " + (", ".join(parts) or "none judged") + "."
+    if reported:
+        line += (f" Reported without a verdict and not counted (not claims of the seeds, CLAIMS.md rule 9): "
+                 f"{', '.join(reported)}.")
+    return line
+
+
 def render(rows: Sequence[Mapping[str, str]]) -> str:
-    """The Markdown table of :func:`summarise`'s rows."""
-    return _markdown(COLUMNS, rows)
+    """The Markdown table of :func:`summarise`'s rows, with the count of claims under it
+    (:func:`count_line`)."""
+    return _markdown(COLUMNS, rows) + "\n" + count_line(rows) + "\n"
 
 
 def _hours(seconds: float | None) -> str:

@@ -310,8 +310,42 @@ def _seed_bootstrap_spearman(points: list[dict[str, Any]], models: list[str], n_
                     f"mean within-model Spearman over distinct runs, percentile bootstrap over {len(seeds)} seeds")
 
 
+#: Why G3 is inconclusive until its primary test runs (issue 38; CLAIMS.md G3 row).
+G3_PRIMARY_NOT_RUN = (
+    "the seed's sentence is existential ('some RNN initializations ... plateau, by biasing the GeNTK'); its "
+    "primary test is the authors' planted-fixed-point comparison (kpflow examples/mem_pro_init_example: a rate "
+    "RNN, hidden 256, dt 0.7, T = 90, memory-pro, plain GD, g = 1 initialisations with 0 vs 5 planted fixed "
+    "points; GeNTK rank lower with planted points and learning worse, intervals over seeds), which is not run "
+    "yet; the scale-sweep reading is reported, never judged (a GRU or RNN counter-example to a monotone "
+    "rank-learning law does not refute an existential claim)")
+
+
 @register(load_claim_spec(PAPER, "G3"))
 def evaluate_g3(results: Results, scale: str) -> Evaluation:
+    """Criterion v7 (issue 38): inconclusive until the authors' planted-fixed-point comparison runs
+    (:data:`G3_PRIMARY_NOT_RUN`); the initial-scale sweep (:func:`g3_scale_sweep`, v6's criterion) is
+    measured and reported -- its numbers, and v6's parts and verdict as reported statuses -- never judged."""
+    sweep = g3_scale_sweep(results, scale)
+    r = one_result(results, "G3_")
+    n_seeds = len({u["seed"] for u in r["runs"]})
+    measured = {**sweep.measured,
+                "reported_sweep_v6_verdict": sweep.verdict.value,
+                **{f"reported_sweep_v6_{k}": Status(v).value for k, v in sweep.parts.items()}}
+    power: list[PowerLine] = [NotePowerLine(
+        "G3 primary test (planted fixed points)", float("nan"), float("nan"), "none", float(n_seeds), float("inf"),
+        note="not run yet: the authors' comparison of g = 1 initialisations with 0 vs 5 planted fixed points "
+             "(kpflow examples/mem_pro_init_example, reduced sizes labelled) decides it; no size of the "
+             "initial-scale sweep does")]
+    parts_txt = ", ".join(f"({k}) {Status(v).value}" for k, v in sweep.parts.items())
+    reason = (f"inconclusive: {G3_PRIMARY_NOT_RUN} | reported, not judged: the initial-scale sweep "
+              f"(v6's criterion would say {sweep.verdict.value}: {parts_txt}): {sweep.reason}")
+    return Evaluation(measured, Verdict.INCONCLUSIVE, reason, substitutes=sweep.substitutes, power=power,
+                      parts={}, figure=sweep.figure)
+
+
+def g3_scale_sweep(results: Results, scale: str) -> Evaluation:
+    """The initial-scale sweep read as criterion v6 did (parts (a) low rank relative to g = 1 and (b) the
+    within-model rank-learning correlation): since v7 reported beside the verdict, never judged."""
     r = one_result(results, "G3_")
     runs = r["runs"]
     n_runs = len(runs)

@@ -28,7 +28,9 @@ module                                      concern
                                             :data:`Results`, :class:`ClaimSpec` (with
                                             :class:`Amendment`, :class:`Correction`,
                                             :class:`ControlSpec`), read and checked from
-                                            ``<paper>/claims.toml`` (:func:`load_claim_spec`)
+                                            ``<paper>/claims.toml`` (:func:`load_claim_spec`);
+                                            :data:`NOT_A_CLAIM`, the entry of a proposition the
+                                            seed does not state (CLAIMS.md rule 9)
 :mod:`ntkrepro.ledger.registry`             the criterion and control registries (:func:`register`,
                                             :func:`register_control`,
                                             :func:`register_stored_control`, :func:`get_claim`) and how
@@ -59,13 +61,13 @@ Every name below is importable from ``ntkrepro.ledger`` as before the split (the
 from __future__ import annotations
 
 from ntkrepro.ledger.specs import (  # noqa: F401  (_amendment, _claim_spec: tested directly)
-    PREREGISTRATION_FILE, Amendment, ClaimSpec, ControlSpec, Correction, Evaluation, Results, Verdict, _amendment,
-    _claim_spec, load_claim_spec, preregistration)
+    NOT_A_CLAIM, NOT_A_CLAIM_LABEL, PREREGISTRATION_FILE, Amendment, ClaimSpec, ControlSpec, Correction, Evaluation,
+    Results, Verdict, _amendment, _claim_spec, load_claim_spec, preregistration)
 from ntkrepro.ledger.registry import (  # noqa: F401  (the registries: one object each, shared)
     _CONTROLS, _REGISTRY, ControlFn, control_function, get_claim, one_result, register, register_control,
     register_stored_control, registered_claims, stored_control)
 from ntkrepro.ledger.rules import (NAN_NOT_EVIDENCE, UNINFORMATIVE, apply_control_rule, apply_nan_rule, decide,
-                                   nan_paths, sign_status, verdict_of)
+                                   nan_paths, passes_on_control, sign_status, verdict_of)
 from ntkrepro.ledger.files import (ClaimLookupError, LedgerFileError, file_hashes, load_results, read_ledger_file,
                                    results_root)
 from ntkrepro.ledger.tables import (  # noqa: F401  (_headline: ntkrepro.decisive; the _*short: tested directly)
@@ -74,7 +76,8 @@ from ntkrepro.ledger.tables import (  # noqa: F401  (_headline: ntkrepro.decisiv
 from ntkrepro.ledger.evaluate import EVALUATE_SCALES, SCALES, evaluate_control, make_evaluation
 from ntkrepro.ledger.entries import (archives_read, attach_decisive, attach_replicates, entry_from_evaluation,
                                      make_entry, replicate_summary)
-from ntkrepro.ledger.integrity import check, check_chain, check_controls, check_decisive, check_replicates
+from ntkrepro.ledger.integrity import (check, check_chain, check_controls, check_decisive, check_replicates,
+                                       check_seed_claim)
 from ntkrepro.ledger.cli import main
 
 from ntkrepro.papers import CLAIM_MODULES, PAPERS, Paper  # noqa: F401  (the one paper registry, re-exported)
@@ -82,14 +85,14 @@ from ntkrepro.stats import Interval, PowerLine, Status  # noqa: F401  (re-export
 
 __all__ = [
     # specs
-    "Verdict", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec", "ClaimSpec",
+    "Verdict", "NOT_A_CLAIM", "NOT_A_CLAIM_LABEL", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec", "ClaimSpec",
     "PREREGISTRATION_FILE", "preregistration", "load_claim_spec",
     # registry
     "register", "ControlFn", "register_control", "register_stored_control", "stored_control", "control_function",
     "get_claim", "registered_claims", "one_result",
     # rules
     "decide", "sign_status", "verdict_of", "nan_paths", "NAN_NOT_EVIDENCE", "apply_nan_rule", "UNINFORMATIVE",
-    "apply_control_rule",
+    "apply_control_rule", "passes_on_control",
     # files
     "LedgerFileError", "ClaimLookupError", "read_ledger_file", "load_results", "results_root", "file_hashes",
     # tables
@@ -100,7 +103,7 @@ __all__ = [
     "archives_read", "replicate_summary", "attach_replicates", "entry_from_evaluation", "make_entry",
     "attach_decisive",
     # integrity
-    "check_chain", "check_replicates", "check", "check_controls", "check_decisive",
+    "check_chain", "check_replicates", "check", "check_controls", "check_decisive", "check_seed_claim",
     # cli
     "main",
     # re-exported

@@ -13,7 +13,7 @@ from typing import Any
 from ntkrepro import provenance as _prov
 from ntkrepro.ledger.registry import control_function, get_claim
 from ntkrepro.ledger.rules import apply_control_rule, apply_nan_rule
-from ntkrepro.ledger.specs import ClaimSpec, ControlSpec, Results, Verdict
+from ntkrepro.ledger.specs import NOT_A_CLAIM, NOT_A_CLAIM_LABEL, ClaimSpec, ControlSpec, Results, Verdict
 from ntkrepro.ledger.tables import _headline
 from ntkrepro.papers import PAPERS
 from ntkrepro.stats import Status
@@ -61,6 +61,21 @@ def evaluate_control(spec: ClaimSpec, control: ControlSpec, results: Results, sc
             "measured": _jsonable(measured), "parts": {k: Status(v).value for k, v in cev.parts.items()}}
 
 
+def reported_not_judged(spec: ClaimSpec, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields that make an evaluation of a proposition the seed does not state (``spec.seed_claim``
+    false; CLAIMS.md rule 9) a report without a verdict: ``verdict`` :data:`NOT_A_CLAIM`, no criterion
+    verdict, parts or power, the reason naming why it is not a claim; the measured values, controls'
+    measurements and figure data are kept, and the controls carry no verdict either (``rejected`` and
+    ``holds`` false)."""
+    controls = [{**c, "verdict": NOT_A_CLAIM, "rejected": False, "holds": False, "parts": {},
+                 "reason": f"{NOT_A_CLAIM_LABEL}: measured and reported, no verdict"}
+                for c in entry.get("controls") or []]
+    return {"verdict": NOT_A_CLAIM, "criterion_verdict": None, "seed_claim": False,
+            "not_a_claim": spec.not_a_claim, "parts": {}, "power": [], "controls": controls,
+            "reason": f"reported: {NOT_A_CLAIM_LABEL} ({spec.not_a_claim}); measured with its figure, no verdict "
+                      "and not counted among the claims (CLAIMS.md rule 9)"}
+
+
 def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash: str | None = None,
                     replicate: int = 0, results_sha256: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Apply the registered criterion once and assemble the claim's evaluation (a JSON-able dict).
@@ -81,7 +96,7 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
     measured = {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in ev.measured.items()}
     controls = [evaluate_control(spec, c, results, scale) for c in spec.controls]
     verdict, reason, nan_cap = apply_nan_rule(ev.verdict, ev.reason, measured)
-    verdict, reason, cap = apply_control_rule(verdict, reason, controls)
+    verdict, reason, cap = apply_control_rule(verdict, reason, controls, ev.parts)
     voided = [c for c in controls if c.get("nan")]
     if verdict is Verdict.REPRODUCED and voided:
         # the control's refutation rested on a NaN (apply_nan_rule): nothing shows the criterion could fail
@@ -118,6 +133,8 @@ def make_evaluation(claim_id: str, results: Results, *, scale: str, config_hash:
         "provenance": _prov.collect(config_hash=config_hash, scale=scale),
         "replicate": int(replicate),
     }
+    if not spec.seed_claim:
+        entry.update(reported_not_judged(spec, entry))
     if results_sha256 is not None:
         entry["results_sha256"] = dict(sorted(results_sha256.items()))
     return entry

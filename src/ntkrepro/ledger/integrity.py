@@ -15,7 +15,8 @@ from typing import Any
 from ntkrepro.io import TamperedFileError, content_sha256
 from ntkrepro.ledger.entries import replicate_summary
 from ntkrepro.ledger.files import LedgerFileError, load_results, read_ledger_file
-from ntkrepro.ledger.specs import Verdict
+from ntkrepro.ledger.rules import passes_on_control
+from ntkrepro.ledger.specs import NOT_A_CLAIM, Verdict
 from ntkrepro.ledger.tables import control_text
 
 
@@ -130,7 +131,7 @@ def check_replicates(e: Mapping[str, Any], n_replicates: int | None = None) -> l
     if reps[0].get("verdict") != e.get("verdict"):
         problems.append(f"{cid}: replicate 0's verdict {reps[0].get('verdict')!r} is not the headline verdict")
     verdicts = {r.get("verdict") for r in reps}
-    if verdicts - {v.value for v in Verdict}:
+    if verdicts - _verdicts(e):
         problems.append(f"{cid}: bad replicate verdicts {sorted(map(str, verdicts))}")
     want = None if len(reps) == 1 else len(verdicts) == 1
     if e.get("stable", "missing") != want:
@@ -166,8 +167,9 @@ def check(claims_dir: Path, expected: Sequence[str], replicates: Mapping[str, in
         missing = required - e.keys()
         if missing:
             problems.append(f"{cid}: missing keys {sorted(missing)}")
-        if e.get("verdict") not in {v.value for v in Verdict}:
+        if e.get("verdict") not in _verdicts(e):
             problems.append(f"{cid}: bad verdict {e.get('verdict')!r}")
+        problems += check_seed_claim(e)
         if not e.get("measured"):
             problems.append(f"{cid}: nothing measured")
         if e.get("verdict") == Verdict.INCONCLUSIVE.value and not e.get("power"):
@@ -190,12 +192,11 @@ def check_controls(e: Mapping[str, Any]) -> list[str]:
         return [f"{cid}: no negative control"]
     problems = []
     for c in controls:
-        if c.get("verdict") not in {v.value for v in Verdict}:
+        if c.get("verdict") not in _verdicts(e):
             problems.append(f"{cid}: control {c.get('name')!r} has bad verdict {c.get('verdict')!r}")
         elif bool(c.get("rejected")) != (c["verdict"] == Verdict.NOT_REPRODUCED.value):
             problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} but verdict {c['verdict']}")
-    if e.get("verdict") == Verdict.REPRODUCED.value and any(c.get("verdict") == Verdict.REPRODUCED.value
-                                                             for c in controls):
+    if e.get("verdict") == Verdict.REPRODUCED.value and any(passes_on_control(c, e.get("parts")) for c in controls):
         problems.append(f"{cid}: reproduced although a control passes the criterion too "
                         f"({control_text(e)})")
     for r in e.get("replicates") or []:
@@ -203,6 +204,39 @@ def check_controls(e: Mapping[str, Any]) -> list[str]:
         if rc is not None and r.get("verdict") == Verdict.REPRODUCED.value and any(
                 c.get("verdict") == Verdict.REPRODUCED.value for c in rc):
             problems.append(f"{cid}: replicate {r.get('replicate')} reproduced although a control passes too")
+    return problems
+
+
+def _verdicts(e: Mapping[str, Any]) -> set[str]:
+    """The values an entry's (and its controls' and replicates') ``verdict`` may take: a
+    :class:`Verdict`, or only :data:`NOT_A_CLAIM` for a proposition the seed does not state (rule 9)."""
+    return {NOT_A_CLAIM} if e.get("seed_claim") is False else {v.value for v in Verdict}
+
+
+def check_seed_claim(e: Mapping[str, Any]) -> list[str]:
+    """CLAIMS.md rule 9 in an entry: a proposition the seed does not state (``seed_claim`` false, with its
+    ``not_a_claim`` reason) has verdict :data:`NOT_A_CLAIM` and no criterion verdict, and so do its
+    controls; a seed claim never has that verdict; and the entry agrees with the claim's pre-registration
+    (a claim cannot be taken out of the count, or put back, by editing its entry)."""
+    cid = e.get("id", "?")
+    problems = []
+    reported = e.get("seed_claim") is False
+    if reported and not str(e.get("not_a_claim") or "").strip():
+        problems.append(f"{cid}: seed_claim is false but the entry gives no not_a_claim reason")
+    if reported and (e.get("verdict") != NOT_A_CLAIM or e.get("criterion_verdict") is not None):
+        problems.append(f"{cid}: not a claim of the seed but has verdict {e.get('verdict')!r} / criterion verdict "
+                        f"{e.get('criterion_verdict')!r} (rule 9: reported, no verdict)")
+    if not reported and e.get("verdict") == NOT_A_CLAIM:
+        problems.append(f"{cid}: verdict {NOT_A_CLAIM!r} on an entry that does not say seed_claim = false")
+    try:
+        from ntkrepro.ledger.specs import preregistration
+
+        spec = preregistration(str(e.get("paper")))[cid]
+    except (KeyError, ValueError, FileNotFoundError, ModuleNotFoundError):
+        return problems  # an unknown claim is reported elsewhere (the chain, the DAG's list)
+    if spec.seed_claim == reported:
+        problems.append(f"{cid}: the entry says seed_claim={not reported}, its pre-registration says "
+                        f"{spec.seed_claim}: rerun the claim's evaluation")
     return problems
 
 

@@ -78,8 +78,21 @@ def apply_nan_rule(verdict: Verdict, reason: str, measured: Mapping[str, Any]
 UNINFORMATIVE = "uninformative at this scale"
 
 
-def apply_control_rule(verdict: Verdict, reason: str, controls: Sequence[Mapping[str, Any]]
-                       ) -> tuple[Verdict, str, dict[str, Any] | None]:
+def passes_on_control(control: Mapping[str, Any], parts: Mapping[str, Any] | None = None) -> bool:
+    """Whether a negative control passes what the claim was judged on: the criterion says
+    ``reproduced`` on it, or (issue 38) every part the real run was judged by (``parts``, names ->
+    :class:`~ntkrepro.stats.Status`) holds on the control too -- the control is judged by the same
+    parts, so a verdict cannot rest on a condition outside them (a part the paper does not state, a
+    validity check) to make the control fail."""
+    if control.get("verdict") == Verdict.REPRODUCED.value:
+        return True
+    judged = {k: Status(v).value for k, v in (parts or {}).items()}
+    cparts = {k: Status(v).value for k, v in (control.get("parts") or {}).items()}
+    return bool(judged) and all(cparts.get(k) == Status.HOLDS.value for k in judged)
+
+
+def apply_control_rule(verdict: Verdict, reason: str, controls: Sequence[Mapping[str, Any]],
+                       parts: Mapping[str, Any] | None = None) -> tuple[Verdict, str, dict[str, Any] | None]:
     """The control rule (CLAIMS.md rule 7): ``reproduced`` needs every negative control of the claim
     to come out **not** ``reproduced`` under the same criterion (``not_reproduced`` or
     ``inconclusive``). When the real run and a control both pass, the claim holds in the nearest
@@ -87,17 +100,22 @@ def apply_control_rule(verdict: Verdict, reason: str, controls: Sequence[Mapping
     the reason "holds in <control> too: uninformative at this scale" (rule 8), and the cap is
     returned as a power-line record (``needed`` = inf: no sample size of this design decides it).
     A claim without any control is capped the same way. ``not_reproduced`` and ``inconclusive``
-    pass unchanged. Returns (verdict, reason, cap record or None)."""
+    pass unchanged. With the real run's ``parts``, a control on which every one of those parts holds
+    counts as passing even when the criterion's overall verdict on it is not ``reproduced``
+    (:func:`passes_on_control`). Returns (verdict, reason, cap record or None)."""
     if verdict is not Verdict.REPRODUCED:
         return verdict, reason, None
     if not controls:
         why = "no negative control is registered, so nothing shows that the criterion could have failed"
         text = f"capped at inconclusive by the control rule: {why}"
     else:
-        passing = [c for c in controls if c.get("verdict") == Verdict.REPRODUCED.value]
+        passing = [c for c in controls if passes_on_control(c, parts)]
         if not passing:
             return verdict, reason, None
-        why = "; ".join(f"holds in '{c['name']}' too ({c.get('headline', '')})" for c in passing)
+        why = "; ".join(f"holds in '{c['name']}' too ({c.get('headline', '')}"
+                        + ("" if c.get("verdict") == Verdict.REPRODUCED.value else
+                           f"; every judged part holds there, criterion verdict {c.get('verdict')}") + ")"
+                        for c in passing)
         text = f"{why}: {UNINFORMATIVE}"
     cap = {"quantity": "negative control", "half_width": float("nan"), "needed_half_width": float("nan"),
            "size_name": "none", "size": float("nan"), "needed": float("inf"), "text": text}

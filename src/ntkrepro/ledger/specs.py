@@ -31,6 +31,14 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
 
 
+#: The ``verdict`` field of an entry whose proposition the seed does not state (CLAIMS.md rule 9): it is
+#: measured and reported, with its figure, but gets **no verdict** and is not counted among the claims.
+#: Deliberately not a :class:`Verdict` member: no rule, count or control cap can mistake it for one.
+NOT_A_CLAIM = "not_a_claim"
+#: How tables, the README and the report label such an entry.
+NOT_A_CLAIM_LABEL = "not a claim of the seed"
+
+
 @dataclass
 class Evaluation:
     """What a criterion returns: measured values with uncertainty, the verdict and why.
@@ -131,6 +139,10 @@ class ClaimSpec:
     quote: str = ""
     controls: tuple[ControlSpec, ...] = ()
     corrections: tuple[Correction, ...] = ()
+    #: False for a proposition the seed does not state (CLAIMS.md rule 9): ``not_a_claim`` says why;
+    #: its entry is reported without a verdict (:data:`NOT_A_CLAIM`) and not counted.
+    seed_claim: bool = True
+    not_a_claim: str = ""
 
     def paper_sentence(self) -> str:
         """The paper's sentence the claim tests: ``quote`` if given; else the quoted passage the
@@ -149,6 +161,8 @@ class ClaimSpec:
         if self.version != 1 + len(self.amendments):
             raise ValueError(f"claim {self.id}: criterion version {self.version} needs {self.version - 1} "
                              f"amendment(s), has {len(self.amendments)}")
+        if self.seed_claim == bool(self.not_a_claim.strip()):
+            raise ValueError(f"claim {self.id}: seed_claim = false needs a not_a_claim reason (and only it has one)")
         names = [c.name for c in self.controls]
         if len(set(names)) != len(names):
             raise ValueError(f"claim {self.id}: control names repeat: {names}")
@@ -166,9 +180,12 @@ class ClaimSpec:
 #: one ``[[<claim id>.controls]]`` table per :class:`ControlSpec` with ``name`` (an identifier),
 #: ``what``, ``why_fails`` and ``why_nearest``; and corrections of past amendment entries (which are
 #: never edited), one ``[[<claim id>.corrections]]`` table per :class:`Correction`. Both logs are
-#: append-only: :mod:`ntkrepro.amendment_log` holds a checksum per entry and a test compares them.
+#: append-only: :mod:`ntkrepro.amendment_log` holds a checksum per entry and a test compares them. A
+#: proposition the seed does not state carries ``seed_claim = false`` and ``not_a_claim`` (why; CLAIMS.md
+#: rule 9): its entry is measured and reported without a verdict.
 PREREGISTRATION_FILE = "claims.toml"
-_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls", "corrections"}
+_CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls", "corrections",
+               "seed_claim", "not_a_claim"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
 _CONTROL_KEYS = {"name", "what", "why_fails", "why_nearest"}
 _CONTROL_OPTIONAL: set[str] = set()
@@ -249,8 +266,14 @@ def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
     corrections = table.get("corrections", [])
     if not isinstance(corrections, list):
         raise ValueError(f"{where}: corrections must be [[{claim_id}.corrections]] tables")
+    seed_claim, not_a_claim = table.get("seed_claim", True), table.get("not_a_claim", "")
+    if not isinstance(seed_claim, bool) or not isinstance(not_a_claim, str):
+        raise ValueError(f"{where}: seed_claim must be true/false and not_a_claim a string")
+    if seed_claim == bool(not_a_claim.strip()):
+        raise ValueError(f"{where}: seed_claim = false needs a non-empty not_a_claim (why the seed does not state "
+                         "it; CLAIMS.md rule 9), and a seed claim has none")
     return ClaimSpec(claim_id, paper, _text(where, table, "statement"), _text(where, table, "criterion"),
-                     version=version, quote=quote,
+                     version=version, quote=quote, seed_claim=seed_claim, not_a_claim=not_a_claim,
                      amendments=tuple(_amendment(f"{where}, amendment {i + 1}", a) for i, a in enumerate(amendments)),
                      controls=tuple(_control(f"{where}, control {i + 1}", c) for i, c in enumerate(controls)),
                      corrections=tuple(_correction(f"{where}, correction {i + 1}", c)

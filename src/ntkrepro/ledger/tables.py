@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ntkrepro.io import atomic_path
-from ntkrepro.ledger.specs import Verdict
+from ntkrepro.ledger.specs import NOT_A_CLAIM, NOT_A_CLAIM_LABEL, Verdict
 from ntkrepro.papers import PAPERS
 
 
@@ -48,7 +48,7 @@ def control_text(entry: Mapping[str, Any]) -> str:
     controls = entry.get("controls") or []
     if not controls:
         return "none"
-    return "; ".join(f"{c['name']}: {c['verdict']}" for c in controls)
+    return "; ".join(f"{c['name']}: {'reported' if c['verdict'] == NOT_A_CLAIM else c['verdict']}" for c in controls)
 
 
 def stability_text(entry: Mapping[str, Any]) -> str:
@@ -76,7 +76,8 @@ def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     for e in sorted(entries, key=lambda e: (order.index(e["paper"]), int(e["id"][1:]))):
         n_am = len(e.get("amendments", []))
         crit = f"v{e.get('criterion_version', 1)}" + (f" (amended {n_am}x after results were seen)" if n_am else "")
-        rows.append({"id": e["id"], "paper": e["paper"], "statement": e["statement"], "verdict": e["verdict"],
+        verdict = f"no verdict ({NOT_A_CLAIM_LABEL})" if e["verdict"] == NOT_A_CLAIM else e["verdict"]
+        rows.append({"id": e["id"], "paper": e["paper"], "statement": e["statement"], "verdict": verdict,
                      "control": control_text(e),
                      "stable": stability_text(e),
                      "scale": e["scale"],
@@ -113,6 +114,8 @@ def _control_short(cell: str) -> str:
     if cell == "none":
         return "none"
     verdicts = [c.rsplit(": ", 1)[1] for c in cell.split("; ")]
+    if all(v == "reported" for v in verdicts):  # a proposition the seed does not state: nothing judged
+        return f"reported ({len(verdicts)})"
     holds = sum(v == Verdict.REPRODUCED.value for v in verdicts)
     return (f"fails ({len(verdicts)})" if not holds else f"HOLDS in {holds} of {len(verdicts)}")
 
