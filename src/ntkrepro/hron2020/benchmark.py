@@ -5,6 +5,8 @@ paper-scale plan of the kernel rules. Generic timing / FLOP helpers are in
 Three rules (``snakemake benchmarks``, none part of ``all``):
 
 ``fast_kernels_benchmark`` (:func:`run_benchmark`)
+    (``sweeps``: H4's six families from one sweep model against the six models one by one,
+    :func:`run_sweep_case`.)
     neural-tangents ``kernel_fn`` vs ``ntkrepro.kernels.fast`` side by side on the same blocks of
     random inputs (:func:`ntkrepro.kernels._src.bench.compare_backends`: compiled, checked against
     each other, timed interleaved; pairs/s, memory, speed-ups, FLOP/s vs dense matmul, the attention
@@ -69,6 +71,11 @@ CASES: dict[str, list[tuple[str, str, int, int, int]]] = {
 }
 CASES["paper"] = CASES["default"]
 
+#: H4 sweep-model cases per scale: (depth, image side, block n). One ``cifar10.build_sweep_model`` (the
+#: conv stack once, every family's readout) against the six families' models one by one (issue 36).
+SWEEP_CASES: dict[str, list[tuple[int, int, int]]] = {"smoke": [(1, 4, 4)], "default": [(1, 8, 16), (2, 8, 16)]}
+SWEEP_CASES["paper"] = SWEEP_CASES["default"]
+
 #: Default assumed sustained float32 FLOP/s of "one modern GPU" (an H100-class card's fp32 CUDA-core
 #: peak, ~60 TFLOP/s; tensor-core TF32 is faster but changes the arithmetic).
 GPU_PEAK_FLOPS = 60e12
@@ -125,6 +132,50 @@ def run_case(dataset: str, family: str, depth: int, size: int, n: int, *, arch: 
     return {**head, **compare_backends(model, x1, x2, mask_constant=mc, repeats=repeats, peak=peak)}
 
 
+def run_sweep_case(depth: int, size: int, n: int, *, arch: Mapping[str, Any], repeats: int, seed: int = 0
+                   ) -> dict[str, Any]:
+    """H4's six families at ``depth`` on one ``n x n`` block of random ``size x size`` images: the sweep
+    model (:func:`ntkrepro.hron2020.cifar10.build_sweep_model`, what the decisive tier computes) against
+    the sum of the six models' times, fast backend and neural-tangents, best of ``repeats`` each; and
+    the largest relative difference of any family's kernel from neural-tangents'."""
+    from ntkrepro.hron2020.cifar10 import FAMILIES, build_sweep_model
+    from ntkrepro.kernels.fast import FastKernelFn, nt_kernel_fn
+
+    rng = np.random.default_rng(seed)
+    x1 = rng.standard_normal((n, size, size, 3)).astype(np.float32)
+    x2 = rng.standard_normal((n, size, size, 3)).astype(np.float32)
+    get = ("nngp", "ntk")
+    sweep = FastKernelFn(build_sweep_model(FAMILIES, depth, dict(arch)))
+    outs = sweep(x1, x2, get)
+
+    def best(fn):
+        fn()  # compile
+        runs = [timed(fn) for _ in range(max(1, repeats))]
+        return min(w for w, _ in runs), min(c for _, c in runs)
+
+    t_sweep = best(lambda: [tuple(k) for k in sweep(x1, x2, get)])
+    t_nt, t_fast, diff = [0.0, 0.0], [0.0, 0.0], 0.0
+    for fam, out in zip(FAMILIES, outs):
+        model = h4_model(fam, depth, arch)
+        nt, one = nt_kernel_fn(model), FastKernelFn(model)
+        for acc, fn in ((t_nt, lambda: tuple(nt(x1, x2, get))), (t_fast, lambda: tuple(one(x1, x2, get)))):
+            w, c = best(fn)
+            acc[0] += w
+            acc[1] += c
+        ref = nt(x1, x2, get)
+        for g in get:
+            a, b = np.asarray(getattr(out, g), np.float64), np.asarray(getattr(ref, g), np.float64)
+            diff = max(diff, float(np.max(np.abs(a - b)) / np.max(np.abs(b))))
+    pairs = n * n
+    return {"case": f"cifar sweep depth {depth} S={size * size}", "depth": depth, "positions": size * size,
+            "families": list(FAMILIES), "pairs": pairs,
+            "sweep_pairs_per_second": pairs / t_sweep[0], "sweep_cpu_us_per_pair": 1e6 * t_sweep[1] / pairs,
+            "fast_models_pairs_per_second": pairs / t_fast[0], "fast_models_cpu_us_per_pair": 1e6 * t_fast[1] / pairs,
+            "nt_models_pairs_per_second": pairs / t_nt[0], "nt_models_cpu_us_per_pair": 1e6 * t_nt[1] / pairs,
+            "speedup_vs_nt_models": t_nt[0] / t_sweep[0], "speedup_vs_fast_models": t_fast[0] / t_sweep[0],
+            "max_rel_diff_vs_nt": diff}
+
+
 def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
     """Rule ``fast_kernels_benchmark``: every case of :data:`CASES` for the run's scale (or
     ``params["cases"]``), both backends interleaved, with the matmul reference (module docstring).
@@ -156,7 +207,9 @@ def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
             "fraction_cpu": r["attention"]["fraction_of_matmul_cpu"],
             "met": r["attention"]["fraction_of_matmul"] >= TARGETS["attention_fraction_of_matmul"]}
            for r in rows if "attention" in r]
-    return {"benchmark": "fast_kernels_vs_neural_tangents", "scale": ctx.scale, "repeats": repeats,
+    sweeps = [run_sweep_case(*c, arch=params["h4_arch"], repeats=repeats)
+              for c in ctx.progress(SWEEP_CASES.get(ctx.scale, SWEEP_CASES["default"]), desc="H4 sweep model")]
+    return {"benchmark": "fast_kernels_vs_neural_tangents", "scale": ctx.scale, "repeats": repeats, "sweeps": sweeps,
             "matmul_flops_per_second": peak, "matmul_before": peak_before, "matmul_after": peak_after,
             "cpu_count": os.cpu_count(), "devices": [str(d) for d in jax.devices()],
             "inputs": "random (see ntkrepro.hron2020.benchmark docstring)", "cases": rows,
