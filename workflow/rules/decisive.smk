@@ -24,9 +24,12 @@ DECISIVE_PLAN = (
 try:  # first, naming the claim and key; then each claim's scale label against its sizes (issue 39)
     _decisive.check_plan(
         DECISIVE_PLAN,
-        ", ".join(map(str, workflow.overwrite_configfiles or ())) or "config/decisive.yaml"
-        if "decisive" in config
-        else "config/decisive.yaml",
+        (
+            ", ".join(map(str, workflow.overwrite_configfiles or ()))
+            or "config/decisive.yaml"
+            if "decisive" in config
+            else "config/decisive.yaml"
+        ),
     )
 except _decisive.ArchiveError as _err:
     raise WorkflowError(str(_err))
