@@ -13,6 +13,7 @@ Snakemake / SLURM way to compute the same cells. Run it at low priority beside o
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.claim} {cell['name']}: {cpu:.0f} CPU-s, {wall:.0f} s wall{ratio} -> {path}", flush=True)
         if args.commit:
             msg = (f"archive/decisive {args.claim} ({args.plan}): cell {cell['name']}, {wall:.0f} s wall, "
-                   f"{cpu:.0f} CPU-s{ratio} (nice 19, shared 2-core CPU)")
+                   f"{cpu:.0f} CPU-s{ratio} (nice {os.nice(0)}, {os.cpu_count()}-core CPU shared with other work)")
             _commit(path, msg)
         done += 1
     print(f"{args.claim}: {done} cell(s) computed; {len(decisive.archived_cells(plan['archive'], args.claim))}/"
