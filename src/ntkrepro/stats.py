@@ -292,6 +292,29 @@ class PowerLine:
                 "text": self.text()}
 
 
+@dataclass(frozen=True)
+class NotePowerLine(PowerLine):
+    """A power line whose undecided part is not a sample-size question (no size of the design decides it,
+    too many runs diverged, ...): its text is the quantity and the ``note`` saying why."""
+
+    note: str = ""
+
+    def text(self) -> str:
+        return f"{self.quantity}: {self.note}"
+
+
+def mean_t_interval(values: Sequence[float] | np.ndarray, level: float = 0.95, *, unit: str = "seed",
+                    method: str | None = None) -> Interval:
+    r"""Mean of independent values with the Student-t interval :math:`\bar v \pm t_{n-1}\, s/\sqrt n`
+    (symmetric about the mean, so it contains it; infinite for fewer than two values)."""
+    v = np.asarray(values, float)
+    m = float(v.mean())
+    if v.size < 2:
+        return Interval(m, -np.inf, np.inf, level, f"single {unit}: no interval")
+    half = float(_st.t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+    return Interval(m, m - half, m + half, level, method or f"t-interval over {v.size} {unit}s")
+
+
 def power_line(quantity: str, iv: Interval, thresholds: Sequence[float], *, size: float, size_name: str,
                rate: float = 0.5) -> PowerLine | None:
     r"""Power line of ``iv`` against the criterion's ``thresholds``; ``None`` if no threshold is straddled.

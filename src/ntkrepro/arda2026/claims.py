@@ -15,14 +15,13 @@ the verdict.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register, register_control,
                              register_stored_control, verdict_of)
-from ntkrepro.stats import Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
+from ntkrepro.stats import NotePowerLine, Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
 
 PAPER = "arda2026"
 
@@ -149,16 +148,6 @@ A2_NOT_SEPARABLE = (
     "is not afforded at this scale; no sample size of the present design decides it")
 
 
-@dataclass(frozen=True)
-class NoSizeLine(PowerLine):
-    """A power line of a claim that no size of the present design decides (``needed`` = inf), with its reason."""
-
-    note: str = ""
-
-    def text(self) -> str:
-        return f"{self.quantity}: {self.note}"
-
-
 @register(load_claim_spec(PAPER, "A2"))
 def evaluate_a2(results: Results, scale: str) -> Evaluation:
     r = one_result(results, "A2_sample_size")
@@ -178,7 +167,7 @@ def evaluate_a2(results: Results, scale: str) -> Evaluation:
         "n_boot_valid": res["n_boot_valid"], "n_teacher_draws": res["n_units"]}
     measured["reported_v5_exponent_p_status"] = parts["exponent_p"].value
     measured["reported_v5_log_not_power_status"] = parts["log_not_power"].value
-    power: list[PowerLine] = [NoSizeLine(
+    power: list[PowerLine] = [NotePowerLine(
         "A2 width needed vs n", float("nan"), float("nan"), "none", float(res["n_units"]), float("inf"),
         note=A2_NOT_SEPARABLE)]
     reason = (f"inconclusive: {A2_NOT_SEPARABLE} | reported, not judged (the quantity holds by construction): "

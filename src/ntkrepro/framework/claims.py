@@ -18,7 +18,7 @@ from scipy import stats as _st
 from ntkrepro.framework import spectra as sp
 from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register, register_control,
                             verdict_of)
-from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
+from ntkrepro.stats import (mean_t_interval, Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
                             crossed_bootstrap, crossed_power_lines, equivalence, hierarchical_bootstrap, power_line,
                             slope_statistic, spearman, spearman_permutation_test)
 
@@ -225,13 +225,9 @@ def f3_group_size(n_sequences: int) -> int:
 
 def f3_group_interval(values: np.ndarray, level: float = 0.95) -> Interval:
     """Student-t interval of the mean of independent group values (symmetric about the mean, which it
-    therefore always contains)."""
-    v = np.asarray(values, float)
-    m = float(v.mean())
-    if v.size < 2:
-        return Interval(m, -np.inf, np.inf, level, "one group: no interval")
-    half = float(_st.t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return Interval(m, m - half, m + half, level, f"Student-t interval over {v.size} groups")
+    therefore always contains; :func:`ntkrepro.stats.mean_t_interval`)."""
+    n = int(np.asarray(values).size)
+    return mean_t_interval(values, level, unit="group", method=f"Student-t interval over {n} groups")
 
 
 def f3_grouped_low_freq(pe: np.ndarray, size: int, topk: int, cutoff: int) -> np.ndarray:

@@ -8,7 +8,6 @@ judge were computed; a criterion changed after results were seen carries an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ from scipy import stats as _st
 
 from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register, register_control,
                              register_stored_control, verdict_of)
-from ntkrepro.stats import (Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
+from ntkrepro.stats import (NotePowerLine, mean_t_interval, Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
                             spearman_ci)
 
 PAPER = "hazelden2026"
@@ -65,16 +64,6 @@ G4_N_BOOT = 2000
 G4_SOURCE = ("the authors' library example (kpflow examples/transformer_validation/main.py, in older commits "
              "of github.com/meeree/kpflow) and an earlier version of the abstract; the abstract of the "
              "version in ../shared/seeds does not state this claim")
-
-
-@dataclass(frozen=True)
-class NotePowerLine(PowerLine):
-    """A power line whose undecided part is not a sample-size question (e.g. too many runs diverged)."""
-
-    note: str = ""
-
-    def text(self) -> str:
-        return f"{self.quantity}: {self.note}"
 
 
 def _scale_note(scale: str) -> list[str]:
@@ -219,13 +208,8 @@ def control_g2_bias_dropped(results: Results) -> Results:
 
 # ---------------------------------------------------------------------------------------------
 def _mean_t_interval(values: list[float] | np.ndarray, level: float = 0.95) -> Interval:
-    r"""Mean over seeds with the Student-t interval :math:`\bar v \pm t_{n-1}\, s/\sqrt n` (infinite for n < 2)."""
-    v = np.asarray(values, float)
-    m = float(v.mean())
-    if v.size < 2:
-        return Interval(m, -np.inf, np.inf, level, "single seed: no interval")
-    h = float(_st.t.ppf((1 + level) / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return Interval(m, m - h, m + h, level, f"t-interval over {v.size} seeds")
+    """Mean over seeds with its Student-t interval (:func:`ntkrepro.stats.mean_t_interval`)."""
+    return mean_t_interval(values, level, unit="seed")
 
 
 def _learned(u: dict[str, Any]) -> bool:
