@@ -67,7 +67,8 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
     # as H4: a cell's kernels (model descriptions, not the fast engine), data, labels, plans and refits
     "H6": (
         *(f"ntkrepro.hron2020.h6_decisive:{f}" for f in (
-            "run_h6_cell", "_params", "sorted_kernels", "_ok", "_boot", "_curve", "_two_draws")),
+            "run_h6_cell", "_params", "_ok", "_boot", "_curve", "_two_draws")),
+        "ntkrepro.kernels.blocks:compute_kernel_blocks_sorted",
         *(f"ntkrepro.hron2020.imdb:{f}" for f in (
             "_prepare", "build_kernel_fn", "_pos_decay", "model_grid", "model_name", "model_kernel_fn", "mask_margin",
             "padding_invariance", "pad_check_indices", "h6_resample_plans")),
