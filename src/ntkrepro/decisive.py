@@ -64,6 +64,13 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.kernels.resampling",
         "ntkrepro.data.cifar10",
     ),
+    # a cell's inputs, networks, Monte Carlo estimates and distances (not aggregate_h3)
+    "H3": (
+        *(f"ntkrepro.hron2020.convergence:{f}" for f in (
+            "run_h3_cell", "_setup", "_replicates", "_heads", "attention_net", "make_estimator")),
+        "ntkrepro.hron2020.cifar10:load_splits",
+        "ntkrepro.data.cifar10",
+    ),
     # as H4: a cell's kernels (model descriptions, not the fast engine), data, labels, plans and refits
     "H6": (
         *(f"ntkrepro.hron2020.h6_decisive:{f}" for f in (
