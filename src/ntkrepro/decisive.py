@@ -64,6 +64,13 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.kernels.resampling",
         "ntkrepro.data.cifar10",
     ),
+    # a cell's run (run_f2 at one width) and the modules it trains and measures with, whole (not aggregate_f2)
+    "F2": (
+        *(f"ntkrepro.framework.kernel_regime:{f}" for f in ("run_f2_cell", "run_f2", "block_spec")),
+        "ntkrepro.framework.training",
+        "ntkrepro.framework.models",
+        "ntkrepro.framework.spectra",
+    ),
     # a cell's inputs, networks, Monte Carlo estimates and distances (not aggregate_h3)
     "H3": (
         *(f"ntkrepro.hron2020.convergence:{f}" for f in (
