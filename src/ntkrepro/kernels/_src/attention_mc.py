@@ -67,7 +67,7 @@ Y_{uv}`) this is neural-tangents' :math:`\sigma^2[4K\,\Sigma K^2 + \Theta\,\Sigm
 Monte Carlo
 -----------
 Per input pair :math:`(x, y)`: :math:`R` = the symmetric PSD square root (``eigh``, eigenvalues
-clipped at 0) of the :math:`2S\times2S` joint covariance
+clipped, :func:`psd_sqrt`) of the :math:`2S\times2S` joint covariance
 :math:`\begin{pmatrix}C(x) & K(x,y)\\ K(x,y)^\top & C(y)\end{pmatrix}`; with :math:`Z` a
 :math:`2S\times2S` matrix of iid standard normals, :math:`\sigma_{QK} R Z R^\top` has exactly the
 covariance :math:`\sigma_{QK}^2\,\mathcal K\otimes\mathcal K`; its diagonal blocks are :math:`(G(x),
@@ -75,7 +75,7 @@ G(y))`. Draw :math:`n` is :math:`Z_{\lfloor n/2\rfloor}` for even :math:`n` and 
 :math:`P Z_{\lfloor n/2\rfloor} P^\top` for odd :math:`n` (``mc_samples`` must be even): the sample
 set is closed under exchanging :math:`x` and :math:`y`, so :math:`\hat K'(y,x) = \hat K'(x,y)^\top`
 (to rounding) and a symmetric block :math:`K(X,X)` comes out symmetric. :math:`Z_m` is
-``jax.random.normal(fold_in(PRNGKey(mc_seed), m))``, the same for every pair of a call, of a block,
+``jax.random.normal(fold_in(PRNGKey(mc_seed), m))`` (float32, cast), the same for every pair of a call, of a block,
 of any chunking: an entry depends on its two inputs, the seed and ``mc_samples`` only (blocks of
 ``compute_kernel_blocks`` assemble consistently). The per-input covariance :math:`C'(x)` uses the
 same draws as the pair :math:`(x, x)` (:math:`R = \frac1{\sqrt2}\begin{pmatrix}C^{1/2} & C^{1/2}\\
@@ -115,17 +115,21 @@ _LIVE = 24
 
 
 def psd_sqrt(m: Any) -> Any:
-    """Symmetric PSD square root of (a batch of) symmetric matrices, eigenvalues clipped at 0."""
+    """Symmetric PSD square root of (a batch of) symmetric matrices: eigenvalues below
+    :math:`10\,n\,\epsilon\,\lambda_{max}` (rounding noise of a singular matrix, e.g. masked
+    positions or the pair :math:`(x, x)`, whose square root would be :math:`O(\sqrt\epsilon)`) set to 0."""
     w, u = jnp.linalg.eigh(m)
-    r = jnp.sqrt(jnp.maximum(w, jnp.zeros((), w.dtype)))
+    tol = 10 * m.shape[-1] * jnp.finfo(w.dtype).eps * jnp.max(jnp.abs(w), axis=-1, keepdims=True)
+    r = jnp.sqrt(jnp.where(w > tol, w, jnp.zeros((), w.dtype)))
     return jnp.einsum("...ij,...j,...kj->...ik", u, r, u)
 
 
 def draws(key: Any, idx: Any, s: int, dtype: Any) -> Any:
     """Draws ``idx (m,)`` of the module docstring, ``(m, 2S, 2S)``: :math:`Z_{\\lfloor n/2\\rfloor}`,
-    block-swapped for odd ``n``."""
+    block-swapped for odd ``n``; drawn in float32 and cast to ``dtype`` (float32 and float64 runs
+    use the same draws)."""
     def one(i):
-        z = jax.random.normal(jax.random.fold_in(key, i // 2), (2 * s, 2 * s), dtype)
+        z = jax.random.normal(jax.random.fold_in(key, i // 2), (2 * s, 2 * s), jnp.float32).astype(dtype)
         return jnp.where(i % 2 == 1, jnp.roll(z, (s, s), axis=(0, 1)), z)
     return jax.vmap(one)(idx)
 
@@ -189,12 +193,17 @@ def _sum_draws(fn, n_draws: int, m: int, init: Any) -> Any:
     return jax.lax.fori_loop(0, n_chunks, body, init)
 
 
-def single_mc(layer: Any, cov: Any, mask: Any | None, out_mode: str) -> Any:
+def _key(layer: Any, key: Any | None) -> Any:
+    return jax.random.PRNGKey(int(layer.mc_seed)) if key is None else key
+
+
+def single_mc(layer: Any, cov: Any, mask: Any | None, out_mode: str, key: Any | None = None) -> Any:
     r""":math:`\mathbb E[A(x) C(x) A(x)^\top]` (full ``(n, S, S)``, or its diagonal ``(n, S)``) over
-    the draws of the pair :math:`(x, x)` (module docstring), before the output affine map."""
+    the draws of the pair :math:`(x, x)` (module docstring), before the output affine map. ``key``:
+    the PRNG key (default ``PRNGKey(layer.mc_seed)``; may be traced, e.g. vmapped over seeds)."""
     n, s = cov.shape[0], cov.shape[-1]
     dtype = cov.dtype
-    key = jax.random.PRNGKey(int(layer.mc_seed))
+    key = _key(layer, key)
     qk = layer.W_query_std * layer.W_key_std
     sq = psd_sqrt(cov)
     base = int(layer.mc_samples) // 2  # Z and its block swap give the same Zbar
@@ -215,15 +224,15 @@ def single_mc(layer: Any, cov: Any, mask: Any | None, out_mode: str) -> Any:
 
 
 def pair_mc(layer: Any, c1: Any, c2: Any, m1: Any | None, m2: Any | None, k: Any, theta: Any | None,
-            compute_ntk: bool, out_mode: str) -> tuple[Any, Any | None]:
+            compute_ntk: bool, out_mode: str, key: Any | None = None) -> tuple[Any, Any | None]:
     r"""Monte Carlo of the module docstring for a block: ``c1 (n1, S, S)``, ``c2 (n2, S, S)``,
     ``k``, ``theta (n1, n2, S, S)`` (``theta`` ``None``: the input NTK is 0). Returns
     :math:`\mathbb E[AKA'^\top]` and (if ``compute_ntk``) :math:`\mathbb E[A\Theta A'^\top + 2AKA'^\top
     + \sigma_{QK}^2(\dots)]`, ``(n1, n2, S, S)`` or their diagonals ``(n1, n2, S)``, before the
-    output affine map (:math:`\sigma_{OV}^2`, bias)."""
+    output affine map (:math:`\sigma_{OV}^2`, bias). ``key`` as in :func:`single_mc`."""
     n1, n2, s = k.shape[0], k.shape[1], k.shape[-1]
     dtype = k.dtype
-    key = jax.random.PRNGKey(int(layer.mc_seed))
+    key = _key(layer, key)
     qk = layer.W_query_std * layer.W_key_std
     mech = layer.attention_mechanism
     top = jnp.concatenate([jnp.broadcast_to(c1[:, None], (n1, n2, s, s)), k], axis=-1)
