@@ -178,6 +178,13 @@ def empirical_nngp(layer, x, inits, seed=0):
 
 @pytest.mark.slow
 def test_finite_networks_converge_to_the_softmax_kernel_not_the_d_inverse_kernel():
+    """Empirical NNGP of finite d^-1/2 softmax networks (d_k = 128, 128 initialisations, 32 output
+    channels) at 1, 8, 64 heads against the Monte Carlo kernel (4000 draws) and two near
+    alternatives: the d^-1 kernel of the same layer (neural-tangents, ``linear_scaling=True``) and
+    the kernel of the logits' mean (uniform attention, the d^-1 limit with independent weights).
+    Measured (2026-12-06, jax 0.5.3): Frobenius distance to the Monte Carlo kernel 0.68 / 0.57 /
+    0.28 (its norm 5.5), to the d^-1 kernel 6.0 / 6.0 / 6.0, to uniform attention 5.0 / 5.0 / 5.0;
+    at 256 heads 0.37 (a floor of ~0.3: channels x inits, finite d_k, Monte Carlo)."""
     from ntkrepro.nt import stax
 
     with enable_x64():
@@ -186,25 +193,22 @@ def test_finite_networks_converge_to_the_softmax_kernel_not_the_d_inverse_kernel
         kin = np.einsum("xsc,ytc->xyst", x, x) / d
         qs = ks = 1.6  # logits of order 1: the d^-1/2 and d^-1 kernels differ clearly
 
-        def layer(heads, linear, samples=None):
-            return fast.GlobalSelfAttention(32, 128, 4, heads, linear_scaling=linear, W_query_std=qs, W_key_std=ks,
-                                            mc_samples=samples)
-
         e_mc, _ = mc_replicates(fast.GlobalSelfAttention(1, 1, 1, 1, linear_scaling=False, W_query_std=qs,
                                                          W_key_std=ks, mc_samples=4000), kin, None, keys(1))
         e_mc = (e_mc[0] - BS ** 2) / (OS * VS) ** 2  # mc_replicates applies this file's output stds
         _, _, kfn_lin = stax.GlobalSelfAttention(1, 1, 1, 1, linear_scaling=True, W_query_std=qs, W_key_std=ks)
         k_lin = np.asarray(kfn_lin(x, None, "nngp"))
-        gap = np.linalg.norm(e_mc - k_lin)
-        errs_mc, errs_lin = [], []
-        for heads in (2, 8, 32):
-            emp = empirical_nngp(layer(heads, False), x, inits=64, seed=heads)
-            errs_mc.append(np.linalg.norm(emp - e_mc))
-            errs_lin.append(np.linalg.norm(emp - k_lin))
-    assert gap / np.linalg.norm(e_mc) > 0.1, gap  # the alternative is not close
-    assert errs_mc[-1] < 0.5 * errs_mc[0], errs_mc  # converging as heads grow
-    assert errs_mc[-1] < 0.3 * gap, (errs_mc, gap)
-    assert all(a < b for a, b in zip(errs_mc, errs_lin)), (errs_mc, errs_lin)
+        k_unif = np.broadcast_to(kin.mean(axis=(2, 3))[:, :, None, None], kin.shape)
+        errs = []
+        for heads in (1, 8, 64):
+            layer = fast.GlobalSelfAttention(32, 128, 4, heads, linear_scaling=False, W_query_std=qs, W_key_std=ks)
+            emp = empirical_nngp(layer, x, inits=128, seed=heads)
+            errs.append([np.linalg.norm(emp - k) for k in (e_mc, k_lin, k_unif)])
+    errs = np.asarray(errs)
+    norm = np.linalg.norm(e_mc)
+    assert errs[-1, 0] < 0.6 * errs[0, 0], errs  # converging as heads grow
+    assert errs[-1, 0] < 0.1 * norm, (errs, norm)
+    assert np.all(errs[:, 0] < 0.3 * errs[:, 1]) and np.all(errs[:, 0] < 0.5 * errs[:, 2]), errs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,3 +258,17 @@ def test_refusals():
             fast.kernel_fn(model, "fast")(x, None)
     with pytest.raises(ValueError):
         mc.mc_kernel(fast.serial(fast.Dense(4), fast.Flatten()), x)
+
+
+def test_flop_count_and_small_benchmark():
+    from ntkrepro.kernels._src.bench import mc_attention_benchmark
+
+    layer = gsa("SOFTMAX", samples=10)
+    fl = fast.flop_count(fast.serial(layer, fast.Flatten()), (4, 3))
+    assert fl["attention"] == 10 * 50 * 4 ** 3
+    assert fast.flop_count(fast.serial(layer, fast.Flatten()), (4, 3), compute_ntk=False)["attention"] == 10 * 28 * 64
+    r = mc_attention_benchmark((4, 16), n=2, s=3, d=2, replicates=4, repeats=1, matmul_size=32)
+    assert [row["samples"] for row in r["rows"]] == [4, 16]
+    for row in r["rows"]:
+        assert row["entries_per_second"] > 0 and 0 < row["nngp_relative_se_median"] < 10
+    assert r["fitted_slope"]["ntk"] < 0
