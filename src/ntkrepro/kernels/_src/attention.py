@@ -13,6 +13,11 @@ identity, abs, relu; masked keys 0, or :math:`-10^{20}` before the softmax):
     \Theta'(x,y) = \sigma_{OV}^2\, G(x)\Theta(x,y)G(y)^\top + \sigma_b^2 + 2(K' - \sigma_b^2).
 
 The output is Gaussian (the value and output weights are fresh Gaussians) whatever the input.
+
+``linear_scaling=False`` (the standard :math:`d^{-1/2}` scaling, infinitely many heads; an
+extension: neural-tangents has it for ``IDENTITY`` only) is the Monte Carlo layer of
+:mod:`.attention_mc` (``mc_samples``, ``mc_seed``, ``mc_chunk``); the code of the
+``linear_scaling=True`` path is unchanged by it.
 """
 
 from __future__ import annotations
