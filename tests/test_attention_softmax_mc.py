@@ -136,6 +136,14 @@ def test_identity_through_the_engine_with_masks_matches_neural_tangents():
         assert np.max(np.abs(z)) < 10  # t with 3 dof
         assert np.max(np.abs(res[g] - want)) / np.max(np.abs(want)) < 0.05
         np.testing.assert_allclose(res[g + "_replicates"], np.swapaxes(res[g + "_replicates"], 1, 2), rtol=1e-9)
+    # the full output layout (GlobalAvgPool needs every K'_st), one run of 2000 draws
+    with enable_x64():
+        model = fast.serial(fast.Dense(8, W_std=1.3, b_std=0.3), gsa("IDENTITY", samples=2000), fast.GlobalAvgPool())
+        got = fast.kernel_fn(model, "fast")(x, None, ("nngp", "ntk"), mask_constant=0.0)
+        ref = fast.kernel_fn(model, "nt")(x, None, ("nngp", "ntk"), mask_constant=0.0)
+    for g in ("nngp", "ntk"):
+        want = np.asarray(getattr(ref, g))
+        assert np.max(np.abs(np.asarray(getattr(got, g)) - want)) / np.max(np.abs(want)) < 0.1
 
 
 # ---------------------------------------------------------------------------------------------
