@@ -19,7 +19,10 @@ The constructors mirror ``neural_tangents.stax`` (same names, same arguments)::
 that returns a ``fast`` model serves code written for ``stax.serial(...)`` unchanged. Layers:
 :class:`Conv` (stride 1, ``SAME``/``VALID``), :class:`Dense`, :class:`Relu`,
 :class:`GlobalSelfAttention` (``linear_scaling=True``; ``SOFTMAX``/``IDENTITY``/``ABS``/``RELU``;
-positional embedding ``NONE``/``SUM`` with any ``pos_emb_decay_fn``; ``b_std``), :class:`LayerNorm`
+positional embedding ``NONE``/``SUM`` with any ``pos_emb_decay_fn``; ``b_std``; and, an extension
+beyond neural-tangents, ``linear_scaling=False`` -- the infinite-head d^-1/2 kernel -- by Monte Carlo
+with ``mc_samples=N``, :mod:`ntkrepro.kernels._src.attention_mc`, standard errors by
+:func:`mc_kernel`), :class:`LayerNorm`
 (channels), :class:`Flatten`, :class:`GlobalAvgPool`, :class:`AvgPool` (window = stride, ``VALID``),
 :class:`Identity`, :class:`FanOut`, :func:`parallel`, :class:`FanInSum`, :func:`serial`; inputs
 ``(n, *spatial, channels)`` with ``mask_constant`` padding (H6). The model must end without spatial
@@ -104,6 +107,7 @@ Medians over 3 interleaved runs (speed-up = fast pairs/s over neural-tangents pa
 
 from __future__ import annotations
 
+from ntkrepro.kernels._src.attention_mc import mc_kernel
 from ntkrepro.kernels._src.bench import flop_count
 from ntkrepro.kernels._src.bridge import from_stax_builder
 from ntkrepro.kernels._src.engine import BACKENDS, FastKernelFn, kernel_fn, nt_kernel_fn
@@ -112,4 +116,4 @@ from ntkrepro.kernels._src.layers import (AvgPool, Conv, Dense, FanInSum, FanOut
 
 __all__ = ["BACKENDS", "AvgPool", "Conv", "Dense", "FanInSum", "FanOut", "FastKernelFn", "Flatten", "GlobalAvgPool",
            "GlobalSelfAttention", "Identity", "Layer", "LayerNorm", "Relu", "flop_count", "from_stax_builder", "kernel_fn",
-           "nt_kernel_fn", "parallel", "serial"]
+           "mc_kernel", "nt_kernel_fn", "parallel", "serial"]

@@ -13,6 +13,11 @@ identity, abs, relu; masked keys 0, or :math:`-10^{20}` before the softmax):
     \Theta'(x,y) = \sigma_{OV}^2\, G(x)\Theta(x,y)G(y)^\top + \sigma_b^2 + 2(K' - \sigma_b^2).
 
 The output is Gaussian (the value and output weights are fresh Gaussians) whatever the input.
+
+``linear_scaling=False`` (the standard :math:`d^{-1/2}` scaling, infinitely many heads; an
+extension: neural-tangents has it for ``IDENTITY`` only) is the Monte Carlo layer of
+:mod:`.attention_mc` (``mc_samples``, ``mc_seed``, ``mc_chunk``); the code of the
+``linear_scaling=True`` path is unchanged by it.
 """
 
 from __future__ import annotations
@@ -83,6 +88,11 @@ class GlobalSelfAttention(Layer):
     n_chan_pos_emb: int | None = None
     W_pos_emb_std: float = 1.0
     val_pos_emb: bool = False
+    #: ``linear_scaling=False`` only (:mod:`.attention_mc`): Monte Carlo draws (even; required),
+    #: seed, draws per chunk (None: as many as fit ``attention_mc.MC_MEMORY_BUDGET`` bytes).
+    mc_samples: int | None = None
+    mc_seed: int = 0
+    mc_chunk: int | None = None
 
     def __post_init__(self):
         # neural-tangents' enums (stax.AttentionMechanism.RELU, stax.PositionalEmbedding.SUM) -> their values
@@ -108,7 +118,7 @@ class GlobalSelfAttention(Layer):
 
     def need(self, out_mode, in_shape):
         if not self.linear_scaling:
-            raise self.unsupported("linear_scaling", self.linear_scaling, "linear_scaling=True only")
+            self._check_mc()
         if self.pos_emb_type not in ("NONE", "SUM"):
             raise self.unsupported("pos_emb_type", self.pos_emb_type, "NONE or SUM only")
         if self.val_pos_emb:
@@ -118,6 +128,21 @@ class GlobalSelfAttention(Layer):
         if not in_shape:
             raise ValueError("GlobalSelfAttention needs spatial inputs")
         return "full"
+
+    def _check_mc(self):
+        """``linear_scaling=False``: the Monte Carlo layer of :mod:`.attention_mc` needs an even
+        ``mc_samples``; positional embeddings are not implemented there."""
+        if self.mc_samples is None:
+            raise self.unsupported("linear_scaling", self.linear_scaling,
+                                   "the d^-1/2 kernel has no closed form: give mc_samples=N (even) for the "
+                                   "Monte Carlo kernel of ntkrepro.kernels._src.attention_mc")
+        n = self.mc_samples
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2 or n % 2:
+            raise ValueError(f"mc_samples must be an even integer >= 2 (draws come in swapped pairs), got {n!r}")
+        if self.mc_chunk is not None and (isinstance(self.mc_chunk, bool) or int(self.mc_chunk) < 1):
+            raise ValueError(f"mc_chunk must be a positive integer or None, got {self.mc_chunk!r}")
+        if self.pos_emb_type != "NONE":
+            raise self.unsupported("pos_emb_type", self.pos_emb_type, "NONE only with linear_scaling=False")
 
     def weights(self, cov: Array, mask: Array | None, shape: Sequence[int]) -> Array:
         """``G`` of the class docstring, ``(n, S, S)``, from ``cov (n, S, S)`` and ``mask (n, S)``."""
@@ -140,6 +165,12 @@ class GlobalSelfAttention(Layer):
         return jnp.maximum(qk * c, 0.0)
 
     def single(self, st, plan):
+        if not self.linear_scaling:
+            from ntkrepro.kernels._src.attention_mc import single_mc
+
+            out = _affine(single_mc(self, st.cov, st.mask, plan.out_mode), self.W_out_std * self.W_value_std,
+                          self.b_std)
+            return Single(_mask_single(out, st.mask, plan.out_mode), st.mask), (st.cov, st.mask)
         g = self.weights(st.cov, st.mask, plan.in_shape)
         gc = jnp.einsum("nsu,nut->nst", g, st.cov)
         if plan.out_mode == "full":
@@ -150,6 +181,8 @@ class GlobalSelfAttention(Layer):
         return Single(_mask_single(out, st.mask, plan.out_mode), st.mask), (g, st.mask)
 
     def pair(self, p, aux1, aux2, plan):
+        if not self.linear_scaling:
+            return self._pair_mc(p, aux1, aux2, plan)
         (g1, m1), (g2, m2) = aux1, aux2
         ov2 = (self.W_out_std * self.W_value_std) ** 2
         b2 = 0.0 if self.b_std is None else self.b_std ** 2
@@ -173,3 +206,19 @@ class GlobalSelfAttention(Layer):
             y = y + b2
         k = _mask_pair(y, m1, m2, plan.out_mode)
         return Pair(k, "none" if p.ntk == "none" else "array", p.offset)
+
+    def _pair_mc(self, p, aux1, aux2, plan):
+        """``linear_scaling=False``: :func:`.attention_mc.pair_mc` on the block, in this layout."""
+        from ntkrepro.kernels._src.attention_mc import pair_mc
+
+        (c1, m1), (c2, m2) = aux1, aux2
+        k = jnp.transpose(p.k[:, :, 0], (0, 2, 1, 3))  # (n1, n2, S, S)
+        theta = {"array": lambda: jnp.transpose(p.k[:, :, 1], (0, 2, 1, 3)), "copy": lambda: k,
+                 "zero": lambda: None, "none": lambda: None}[p.ntk]()
+        compute_ntk = p.ntk != "none"
+        e_k, e_t = pair_mc(self, c1, c2, m1, m2, k, theta, compute_ntk, plan.out_mode)
+        perm = (0, 2, 1, 3) if plan.out_mode == "full" else (0, 2, 1)
+        ov = self.W_out_std * self.W_value_std
+        parts = [_affine(jnp.transpose(e, perm), ov, self.b_std) for e in ((e_k, e_t) if compute_ntk else (e_k,))]
+        y = _stack(parts, plan.out_mode)
+        return Pair(_mask_pair(y, m1, m2, plan.out_mode), "array" if compute_ntk else "none", p.offset)

@@ -14,7 +14,9 @@ benchmarks of a paper's models live with the paper, e.g. :mod:`ntkrepro.hron2020
   Wall-clock and CPU-time (``time.process_time``) rates are both given: on a shared CPU the wall
   rates are lower bounds;
 * :func:`measure_fast` -- the fast backend alone on one block (seconds per pair, chunk memory);
-* :func:`block_pairs` -- input pairs a blocked kernel computes.
+* :func:`block_pairs` -- input pairs a blocked kernel computes;
+* :func:`mc_attention_benchmark` -- the d^-1/2 Monte Carlo attention layer (``linear_scaling=False``,
+  :mod:`.attention_mc`): standard error vs draws, entries per second, fraction of matmul.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def _flops(leaf: Layer, plan, nk: int) -> tuple[float, float]:
         taps = float(np.prod(leaf.filter_shape))
         s = float(np.prod(plan.out_shape))
         return nk * taps * (s * s if plan.in_mode == "full" else s), 0.0
+    if isinstance(leaf, GlobalSelfAttention) and not leaf.linear_scaling:
+        from ntkrepro.kernels._src.attention_mc import flops_per_pair
+
+        f = flops_per_pair(leaf, int(np.prod(plan.in_shape)), nk == 2)
+        return f, f
     if isinstance(leaf, GlobalSelfAttention):
         s = float(np.prod(plan.in_shape))
         f = nk * (4 * s ** 3 if plan.out_mode == "full" else 2 * s ** 3 + 2 * s * s)
@@ -194,3 +201,66 @@ def block_pairs(n1: int, n2: int | None, block_size: int) -> int:
     for i, j in block_grid(n1, n2v, block_size, sym):
         total += min(block_size, n1 - i * block_size) * min(block_size, n2v - j * block_size)
     return total
+
+
+def mc_attention_benchmark(samples: tuple[int, ...] = (16, 64, 256), *, n: int = 6, s: int = 8, d: int = 8,
+                           replicates: int = 8, mechanism: str = "SOFTMAX", qk_std: float = 1.5, repeats: int = 3,
+                           matmul_size: int = 256, seed: int = 0) -> dict[str, Any]:
+    r"""The d^-1/2 Monte Carlo attention layer (``GlobalSelfAttention(linear_scaling=False)``,
+    :mod:`.attention_mc`) on one symmetric block of ``n`` random sequences of ``s`` positions and
+    ``d`` channels (the layer on the inputs' kernel :math:`x_s\cdot y_t/d`; NNGP and NTK, float32),
+    for each draw count in ``samples``: the per-entry standard error of one run (the standard
+    deviation over ``replicates`` seeds, one compilation vmapped over the seeds), as its median
+    over entries relative to the kernel's root-mean-square entry; the best-of-``repeats`` wall and
+    CPU seconds of one run (compiled); entries (:math:`n^2S^2` per kernel) per second; achieved
+    FLOP/s (:func:`.attention_mc.flops_per_pair`) as a fraction of a float32 matmul
+    (:func:`matmul_flops`). ``fitted_slope``: the log-log slope of the error against draws (-1/2
+    expected). The machine may be shared: ``load_average`` is recorded, wall rates are lower bounds."""
+    import jax
+    import jax.numpy as jnp
+
+    from ntkrepro.kernels._src.attention_mc import flops_per_pair, pair_mc
+
+    load_before = os.getloadavg()
+    x = np.random.default_rng(seed).standard_normal((n, s, d)).astype(np.float32)
+    k = jnp.asarray(np.einsum("xsc,ytc->xyst", x, x) / d)
+    c = jnp.asarray(np.einsum("xsc,xtc->xst", x, x) / d)
+    peak = matmul_flops(matmul_size, repeats)
+    rows = []
+    for n_draws in samples:
+        layer = GlobalSelfAttention(1, 1, 1, 1, linear_scaling=False, attention_mechanism=mechanism,
+                                    W_query_std=qk_std, mc_samples=int(n_draws))
+
+        def run(key, layer=layer):
+            return pair_mc(layer, c, c, None, None, k, k, True, "full", key)
+
+        keys = jnp.stack([jax.random.PRNGKey(seed + i) for i in range(replicates)])
+        reps = jax.jit(jax.vmap(run))(keys)
+        one = jax.jit(run)
+        key0 = jax.random.PRNGKey(seed)
+        compile_s = timed(lambda: one(key0))[0]
+        wall, cpu = [], []
+        for _ in range(max(1, repeats)):
+            w, cs = timed(lambda: one(key0))
+            wall.append(w)
+            cpu.append(cs)
+        entries = 2 * n * n * s * s  # NNGP and NTK
+        row: dict[str, Any] = {"samples": int(n_draws), "compile_plus_first_call_seconds": compile_s,
+                               "seconds_best": min(wall), "cpu_seconds_best": min(cpu),
+                               "entries_per_second": entries / min(wall), "entries_per_cpu_second": entries / min(cpu)}
+        for name, r in zip(("nngp", "ntk"), reps):
+            r = np.asarray(r, np.float64)
+            sd = r.std(axis=0, ddof=1)
+            row[name + "_relative_se_median"] = float(np.median(sd) / np.sqrt(np.mean(r.mean(axis=0) ** 2)))
+        fl = flops_per_pair(layer, s, True) * n * n
+        row["flops_per_second"] = fl / min(wall)
+        row["fraction_of_matmul"] = row["flops_per_second"] / peak["best"]
+        row["fraction_of_matmul_cpu"] = fl / min(cpu) / peak["cpu_best"]
+        rows.append(row)
+    slope = {g: float(np.polyfit(np.log([r["samples"] for r in rows]),
+                                 np.log([r[g + "_relative_se_median"] for r in rows]), 1)[0])
+             for g in ("nngp", "ntk")} if len(rows) > 1 else None
+    return {"case": {"n": n, "positions": s, "channels": d, "mechanism": mechanism, "qk_std": qk_std,
+                     "replicates": replicates, "dtype": "float32"},
+            "rows": rows, "fitted_slope": slope, "matmul": peak,
+            "load_average_before": list(load_before), "load_average_after": list(os.getloadavg())}
