@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ntkrepro import decisive, ledger
+from ntkrepro import decisive, decisive_cells, ledger
 from ntkrepro.arda2026 import forecasting
 from ntkrepro.arda2026.scaling import seed_groups
 from ntkrepro.io import TamperedFileError, read_json, write_json
@@ -120,7 +120,7 @@ def test_a4_stale_cell_is_labelled_and_never_used(tiny_archive, tmp_path, monkey
     # an edit of a function in COMPUTE_CODE["A4"] changes the hash the judge compares with
     h = decisive.compute_code_hash("A4")
     real = decisive._source
-    monkeypatch.setattr(decisive, "_source", lambda ref: real(ref) + ("#" if ref.endswith(":run_point") else ""))
+    monkeypatch.setattr(decisive_cells, "_source", lambda ref: real(ref) + ("#" if ref.endswith(":run_point") else ""))
     assert decisive.compute_code_hash("A4") != h
     assert decisive.judge("A4", _spec(), arch)["state"] == decisive.STALE
 

@@ -181,7 +181,7 @@ def test_the_kernel_fingerprint_covers_the_matmul_precision():
 
 # ---- issue 31 item 1: the ledger as a package, one concern per module ------------------------------
 #: The ledger's modules, lowest first: each may import only those before it.
-LEDGER_ORDER = ("specs", "registry", "rules", "files", "tables", "evaluate", "entries", "integrity", "cli")
+LEDGER_ORDER = ("specs", "registry", "rules", "files", "rows", "tables", "evaluate", "entries", "integrity", "cli")
 MAX_LEDGER_LINES = 600
 LEDGER = SRC / "ntkrepro" / "ledger"
 
