@@ -431,3 +431,28 @@ def test_the_floor_check_sees_an_import_up_a_floor(tmp_path, monkeypatch):
              "ntkrepro.decisive_cells": {"ntkrepro.hron2020.claims"}, "ntkrepro.verdicts": {"ntkrepro.ledger"}}
     assert floor_violations(graph) == ["ntkrepro.decisive_cells -> ntkrepro.hron2020.claims",
                                        "ntkrepro.ledger.rows -> ntkrepro.verdicts"]
+
+
+# ---- issue 40 item 3: the criteria import no compute module -----------------------------------------------
+#: The compute modules of hron2020 (JAX, neural-tangents, flax): its criteria must not need them.
+HRON_COMPUTE = ("ntkrepro.hron2020.cifar10", "ntkrepro.hron2020.imdb", "ntkrepro.hron2020.attention",
+                "ntkrepro.hron2020.finite_nets", "ntkrepro.hron2020.h4_decisive", "ntkrepro.hron2020.h6_decisive",
+                "ntkrepro.kernels", "ntkrepro.nt")
+
+
+def test_every_papers_criteria_import_without_jax():
+    """``import ntkrepro.<paper>.claims`` loads neither JAX nor a compute module (hron2020's imported its
+    cifar10 and imdb modules for two substitute lists and three constants before issue 40)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ntkrepro.papers import CLAIM_MODULES; import importlib; "
+            "[importlib.import_module(m) for m in CLAIM_MODULES.values()]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'neural_tangents', 'flax', 'torch') "
+            "or m.startswith('ntkrepro.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "PYTHONPATH": str(SRC)})
+    loaded = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 -- a list literal we printed
+    assert "ntkrepro.hron2020.claims" in loaded
+    bad = [m for m in loaded if not m.startswith("ntkrepro.") or _in(m, HRON_COMPUTE)]
+    assert not bad, f"importing the criteria loads {bad}"

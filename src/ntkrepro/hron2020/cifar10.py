@@ -42,8 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.data.cifar10 import (N_CLASSES, OFFICIAL_SHA256, draw_splits, load_cifar10, preprocess,
+from ntkrepro.data.cifar10 import (N_CLASSES, draw_splits, load_cifar10, preprocess,
                                    resolve_cifar10)
+from ntkrepro.hron2020.substitutes import h4_substitutes
+from ntkrepro.hron2020.substitutes import is_official_cifar10 as is_official_archive
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
 from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
@@ -430,31 +432,6 @@ def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
     final = [{k: v for k, v in f.items() if k != "two_draws"} for f in body["final"]]
     return {**body, "final": final, "ordering_models": ordering_models, "comparisons": comparisons,
             "control_note": "each ordering A > B replaced by A (one half of the training rows) > A (the other half)"}
-
-
-def is_official_archive(sha256: str) -> bool:
-    """Whether a recorded archive sha256 is the official ``cifar-10-python.tar.gz``'s
-    (:data:`ntkrepro.data.cifar10.OFFICIAL_SHA256`)."""
-    return str(sha256).lower() == OFFICIAL_SHA256
-
-
-def h4_substitutes(r: Mapping[str, Any], scale: str) -> list[str]:
-    """Reductions of an H4 run relative to the paper (ledger entry and figure footer): sizes below
-    the paper's at smoke/default scale, and the data label from the recorded archive sha256
-    compared with the official archive's (not from the file name)."""
-    depths = sorted(int(v) for v in r["depths"])
-    subs = []
-    if scale != "paper":
-        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
-                    f"45K/5K and 50K/10K")
-        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
-        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
-    subs += [str(v) for v in r.get("extra_substitutes") or []]  # e.g. the decisive tier's (h4_decisive)
-    if not is_official_archive(r["archive_sha256"]):
-        subs.append(f"CIFAR-10 archive {r['archive']} is not the official cifar-10-python.tar.gz (sha256 "
-                    f"{str(r['archive_sha256'])[:12]}... != {OFFICIAL_SHA256[:12]}...): the offline subset, decoded "
-                    "from a JPEG copy; pixels differ slightly from the official binary")
-    return subs
 
 
 def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:

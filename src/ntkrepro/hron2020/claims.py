@@ -22,9 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.hron2020.cifar10 import h4_substitutes
-from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
-from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register,
+import ntkrepro.stats as _stats
+from ntkrepro.hron2020.regime import (Regime, centred_interval, curve_power_line, regime_gate,
+                                      regime_measured)
+# numpy-only: the criteria import no compute module (issue 40 item 3); H6_PAPER_SIZES re-exported for readers
+from ntkrepro.hron2020.substitutes import (FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY,  # noqa: F401
+                                           h4_substitutes, h6_substitutes)
+from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register,
                              register_stored_control, verdict_of)
 from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
                             linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
@@ -186,8 +190,6 @@ def h3_width_reaching(rows: Sequence[Mapping[str, Any]], kernel: str, slope: Int
     r"""Where the fitted line :math:`\log D = c + b\log w` (:func:`h3_slope`; :math:`c` the mean
     residual) reaches ``level``: a width above the largest run and at most
     ``stats.MAX_EXTRAPOLATION`` (10) times it, else "needs a larger run to tell" (issue 28 item 4)."""
-    import ntkrepro.stats as _stats
-
     factor = float(getattr(_stats, "MAX_EXTRAPOLATION", 10.0))
     largest = float(max(row["width"] for row in rows))
     c = float(np.mean([np.log(v) - slope.value * np.log(row["width"]) for row in rows for v in row[f"{kernel}_distance"]]))
@@ -261,10 +263,7 @@ h3_kernel_3pct_off = register_stored_control("H3", "kernel_3pct_off")
 
 # ============================================================================================ H4
 # Issue 21 (H4-H6): permuted-label controls, the two-way (training draw x test points) bootstrap,
-# learning curves in the training count and the regime rule live in ntkrepro.hron2020.regime.
-from ntkrepro.hron2020.regime import (Regime, centred_interval, curve_power_line, regime_gate,  # noqa: E402
-                                      regime_measured)
-from ntkrepro.ledger import Verdict  # noqa: E402
+# learning curves in the training count and the regime rule live in ntkrepro.hron2020.regime (imported above).
 
 #: Name of the ``parts`` entry of the regime rule (H4-H6).
 REGIME_PART = "regime: models beat chance by the margin"
