@@ -302,7 +302,8 @@ def test_decide_dry_run_plans_one_job_per_missing_cell(tmp_path):
         assert f"decisive_cell {missing}" in " ".join(text.split())
         assert "F6 (undecidable" in text  # the decide job's message names the claims it cannot run
     else:  # every planned cell archived (A1, A4, H5 since 2026-12-05): nothing to compute
-        assert "Nothing to be done" in text and "decisive_cell " not in " ".join(text.split()).replace("metadata: decisive_cell", "")
+        assert "Nothing to be done" in text
+        assert "decisive_cell " not in " ".join(text.split()).replace("metadata: decisive_cell", "")
 
 
 def test_report_shows_the_decisive_run_beside_this_run(tmp_path, render_report):

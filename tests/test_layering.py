@@ -381,8 +381,8 @@ def test_a_planted_circle_fails_the_check(tmp_path, monkeypatch):
     assert import_cycles(graph) == [["ntkrepro.high", "ntkrepro.low"]]
     _probe(tmp_path, monkeypatch, "pkg/b.py", "import importlib\n\ndef h():\n"
            "    return importlib.import_module('ntkrepro.user')\n")
-    assert import_cycles(module_graph(tmp_path)) == [["ntkrepro.high", "ntkrepro.low"],
-                                                     ["ntkrepro.pkg", "ntkrepro.pkg.a", "ntkrepro.pkg.b", "ntkrepro.user"]]
+    assert import_cycles(module_graph(tmp_path)) == [
+        ["ntkrepro.high", "ntkrepro.low"], ["ntkrepro.pkg", "ntkrepro.pkg.a", "ntkrepro.pkg.b", "ntkrepro.user"]]
 
 
 #: The floors of the shared layers, lowest first: a module imports only modules of its own floor or the

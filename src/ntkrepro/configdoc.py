@@ -59,7 +59,8 @@ NOTES: dict[str, str] = {
     "hron2020:H2.seq_len": "number of input tokens",
     "hron2020:H2.n_draws": "weight draws per key dimension d",
     "hron2020:H6.dtype": "float type of the kernels (float32 = the paper's)",
-    "hron2020:H6.pad_check": "padding-invariance check of the masked kernels (appended masked positions change nothing)",
+    "hron2020:H6.pad_check": ("padding-invariance check of the masked kernels (appended masked positions change "
+                              "nothing)"),
     "hron2020:H6.final.n_train": "training reviews of the final table",
     "hron2020:H6.final.n_test": "test reviews of the final table",
     "hron2020:H6.benchmark": "kernel-throughput benchmark of the IMDb models (pairs/s, fast vs neural-tangents)",
@@ -68,7 +69,8 @@ NOTES: dict[str, str] = {
     "hron2020:H3.arch.b_std": "bias standard deviation",
     "hron2020:H3.arch.attention_mechanism": "attention nonlinearity (neural-tangents attention_mechanism)",
     "hron2020:H3.arch.n_out": "readout channels",
-    "hron2020:H4.families": "kernel families compared: readouts flatten / gap / lap and the attention models vanilla / struct / residual",
+    "hron2020:H4.families": ("kernel families compared: readouts flatten / gap / lap and the attention models "
+                             "vanilla / struct / residual"),
     "hron2020:H4.diag_reg_grid": "diag_reg values tried on validation (relative to the mean diagonal)",
     "hron2020:H4.arch": "architecture hyper-parameters shared by the families",
     "hron2020:H4.arch.width": "channels of the finite model (the kernels do not depend on it)",

@@ -107,7 +107,8 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
         "config_hashes": sorted({str(p.get("config_hash")) for p in provs}),
         "dirty": any(bool(p["git"].get("dirty")) for p in provs),
         "devices": sorted({_device(p) for p in provs}),
-        "dates": [min((p["created_utc"] for p in provs), default=None), max((p["created_utc"] for p in provs), default=None)],
+        "dates": [min((p["created_utc"] for p in provs), default=None),
+                  max((p["created_utc"] for p in provs), default=None)],
         "wall_seconds": round(sum(float(c["data"]["wall_seconds"]) for c in checked), 1),
         # process CPU time, summed over the cells that record it (A1's cells record wall time only)
         "cpu_seconds": round(sum(float(c["data"]["cpu_seconds"]) for c in checked
@@ -211,7 +212,8 @@ def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | N
                 problems.append(f"{cid}: archived cell refused: {err}")
                 continue
             if v["sha256"] != csha:
-                problems.append(f"{cid}: archived cell {cp} changed after the decisive evaluation read it; rerun snakemake")
+                problems.append(f"{cid}: archived cell {cp} changed after the decisive evaluation read it; "
+                                "rerun snakemake")
             if v["stale"] and rec.get("state") != STALE:
                 problems.append(f"{cid}: archived cell {cp} is STALE (computed by older code) but the entry "
                                 f"uses it ({rec.get('state')}); rerun snakemake")
@@ -283,13 +285,15 @@ def check_spec(claim: str, spec: Any, where: str = "config/decisive.yaml") -> No
     if missing:
         raise ArchiveError(f"{key}: a `run` claim needs {', '.join(missing)} (see the other run claims)")
     if not isinstance(spec["section"], Mapping):
-        raise ArchiveError(f"{key}.section is a {type(spec['section']).__name__}, not a mapping of the claim's settings")
+        raise ArchiveError(f"{key}.section is a {type(spec['section']).__name__}, not a mapping of the claim's "
+                           "settings")
     if not isinstance(spec["cell"], list) or not spec["cell"]:
         raise ArchiveError(f"{key}.cell must be a list of section keys (e.g. [seeds, widths]), got {spec['cell']!r}")
     for k in spec["cell"]:
         v = spec["section"].get(k) if isinstance(k, str) else None
         if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-            raise ArchiveError(f"{key}.cell names {k!r}, but section.{k} is {'missing' if v is None else repr(v)[:60]}: "
+            got = "missing" if v is None else repr(v)[:60]
+            raise ArchiveError(f"{key}.cell names {k!r}, but section.{k} is {got}: "
                                "each cell key must be a section key holding a list of whole numbers")
     for k in ("cell_function", "aggregate_function"):  # the format only: importing them here would load jax
         ref = spec[k]
@@ -324,13 +328,15 @@ def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str |
         if k not in plan:
             raise ArchiveError(f"{where}: decisive.{k} is missing (see config/decisive.yaml)")
     if not isinstance(plan["archive"], str) or not plan["archive"].strip():
-        raise ArchiveError(f"{where}: decisive.archive must be a folder name (archive/decisive), got {plan['archive']!r}")
+        raise ArchiveError(f"{where}: decisive.archive must be a folder name (archive/decisive), "
+                           f"got {plan['archive']!r}")
     mfb = plan["max_file_bytes"]
     if not isinstance(mfb, int) or isinstance(mfb, bool) or mfb <= 0:
         raise ArchiveError(f"{where}: decisive.max_file_bytes must be a positive whole number of bytes "
                            f"(1048576 = 1 MiB), got {mfb!r}{' (text)' if isinstance(mfb, str) else ''}")
     if not isinstance(plan["claims"], Mapping):
-        raise ArchiveError(f"{where}: decisive.claims is a {type(plan['claims']).__name__}, not a mapping claim -> entry")
+        raise ArchiveError(f"{where}: decisive.claims is a {type(plan['claims']).__name__}, "
+                           "not a mapping claim -> entry")
     for claim, spec in plan["claims"].items():
         check_spec(claim, spec, where)
         # what Snakemake needs besides (SLURM limits) or a claim without cells states (the schema says the types)
@@ -424,16 +430,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == "judge":
             spec = plan["claims"].get(args.claim)
             if spec is None:
-                raise ArchiveError(f"{args.claim}: not a claim of {args.plan} (its claims: {', '.join(plan['claims'])})")
+                raise ArchiveError(f"{args.claim}: not a claim of {args.plan} "
+                                   f"(its claims: {', '.join(plan['claims'])})")
             if spec.get("status") != "run":
-                raise ArchiveError(f"{args.claim}: {args.plan} plans no archived cells for it (status {spec.get('status')}"
+                raise ArchiveError(f"{args.claim}: {args.plan} plans no archived cells for it "
+                                   f"(status {spec.get('status')}"
                                    f"{': ' + str(spec['reason']) if spec.get('reason') else ''}); nothing to judge")
             rec = judge(args.claim, spec, plan["archive"], max_bytes=int(plan["max_file_bytes"]))
             write_json(args.out, rec)
             print(f"{args.claim} decisive: {table_cell({**rec, 'headline': summary(rec)['headline']})}")
             return 0
         bad = 0
-        for claim, spec in plan["claims"].items():
+        for claim in plan["claims"]:
             for p in archived_cells(plan["archive"], claim):
                 try:
                     r = verify_cell(p, claim, max_bytes=int(plan["max_file_bytes"]))

@@ -352,8 +352,9 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
     try:
         sealed = isinstance(data, dict) and check_seal(data, p)
     except TamperedFileError as err:  # its advice "rerun snakemake" recomputes a result, not an archived cell
-        raise TamperedFileError(str(err).replace("rerun snakemake to recompute it", f"run `{DECIDE}` to recompute "
-                                                 "it (an archived cell is never recomputed by `snakemake all`)")) from None
+        raise TamperedFileError(str(err).replace(
+            "rerun snakemake to recompute it",
+            f"run `{DECIDE}` to recompute it (an archived cell is never recomputed by `snakemake all`)")) from None
     if not sealed:
         raise ArchiveError(f"{p}: not sealed (provenance.sealed missing): not an archived result; delete it "
                            "and run `snakemake decide --configfile config/decisive.yaml`")
@@ -363,7 +364,8 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
     if isinstance(cell, Mapping):  # the file's name is the cell it holds (a copy under another name is refused)
         ints = {k: v for k, v in cell.items() if isinstance(v, int) and not isinstance(v, bool)}
         if ints and cell_name(ints) != p.stem:
-            raise ArchiveError(f"{p}: holds the cell {cell_name(ints)} ({', '.join(f'{k} {v}' for k, v in ints.items())}), "
+            held = ", ".join(f"{k} {v}" for k, v in ints.items())
+            raise ArchiveError(f"{p}: holds the cell {cell_name(ints)} ({held}), "
                                f"not {p.stem}: a copy under another name; delete it and run `{DECIDE}`")
     prov = data.get("provenance") or {}
     if not (prov.get("git") or {}).get("commit") or not prov.get("created_utc") or "wall_seconds" not in data:

@@ -8,9 +8,9 @@ whether the replicates agree, and the scale; :func:`~ntkrepro.ledger.tables.rend
 Markdown table (cells short enough for a terminal); it is ``results/claims/claims_table.md``
 (:func:`ntkrepro.ledger.write_table`, which puts the long criterion, power and substitute texts in
 ``claims_table_details.md``). This module, a client above the ledger and :mod:`ntkrepro.decisive`,
-keeps the committed snapshot and the README in step with them. The README carries the default run's table between :data:`BEGIN` and :data:`END`,
-rendered from the committed snapshot ``docs/verdicts.json``; ``tests/test_verdicts.py`` fails when
-the two differ. After a default run::
+keeps the committed snapshot and the README in step with them. The README carries the default run's
+table between :data:`BEGIN` and :data:`END`, rendered from the committed snapshot ``docs/verdicts.json``;
+``tests/test_verdicts.py`` fails when the two differ. After a default run::
 
     .venv/bin/python -m ntkrepro.verdicts --claims-dir results/claims --write docs/verdicts.json
     .venv/bin/python -m ntkrepro.verdicts --sync-readme docs/verdicts.json README.md
@@ -121,8 +121,8 @@ def check_summary(summary: Any, where: str) -> None:
             raise ValueError(f"{where}: {what}[{i}] ({row.get(key, '?')}) lacks the columns {missing}{fix}")
         for c in columns:
             if not isinstance(row[c], str) or "\n" in row[c] or "\r" in row[c]:
-                raise ValueError(f"{where}: {what}[{i}] ({row.get(key, '?')}), column {c!r}: {row[c]!r} is not one line "
-                                 f"of text{fix}")
+                raise ValueError(f"{where}: {what}[{i}] ({row.get(key, '?')}), column {c!r}: {row[c]!r} is not "
+                                 f"one line of text{fix}")
         cid = row[key]
         if not re.fullmatch(r"[A-Z][0-9]+", cid) or cid[0] not in CLAIM_MODULES:
             raise ValueError(f"{where}: {what}[{i}]: {cid!r} is not a claim id of the registered papers{fix}")
@@ -149,7 +149,8 @@ def read_summary(path: Path) -> dict[str, Any]:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: not a JSON summary ({exc}); regenerate it with "
-                         "`python -m ntkrepro.verdicts --claims-dir results/claims --write docs/verdicts.json`") from None
+                         "`python -m ntkrepro.verdicts --claims-dir results/claims --write docs/verdicts.json`"
+                         ) from None
     except IsADirectoryError:
         raise ValueError(f"{path}: a directory, not the summary file (docs/verdicts.json)") from None
     check_summary(summary, str(path))
@@ -167,8 +168,10 @@ def sync_readme(readme: Path, table: str, tiers: str | None = None) -> None:
     the decisive tier's table between :data:`TIERS_BEGIN` and :data:`TIERS_END` with ``tiers`` if given."""
     if not table.startswith("| " + COLUMNS[0]) or BEGIN in table or END in table:
         raise ValueError("not a verdict table (expected the output of `python -m ntkrepro.verdicts`)")
-    if tiers is not None and (not tiers.startswith("| " + TIER_COLUMNS[0]) or TIERS_BEGIN in tiers or TIERS_END in tiers):
-        raise ValueError("not a decisive-tier table (expected rows of `python -m ntkrepro.verdicts --refresh-decisive`)")
+    if tiers is not None and (not tiers.startswith("| " + TIER_COLUMNS[0]) or TIERS_BEGIN in tiers
+                              or TIERS_END in tiers):
+        raise ValueError("not a decisive-tier table (expected rows of "
+                         "`python -m ntkrepro.verdicts --refresh-decisive`)")
     text = _replace(readme.read_text(encoding="utf-8"), BEGIN, END, table)
     if tiers is not None:
         text = _replace(text, TIERS_BEGIN, TIERS_END, tiers)

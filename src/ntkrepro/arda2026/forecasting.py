@@ -19,7 +19,6 @@ and the mean over blocks of ``grad_block`` (500) steps of the block maximum of t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 

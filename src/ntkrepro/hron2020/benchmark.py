@@ -230,7 +230,7 @@ def run_cifar10_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]
     import jax
 
     from ntkrepro.hron2020.cifar10 import load_splits
-    from ntkrepro.kernels.fast import FastKernelFn, nt_kernel_fn
+    from ntkrepro.kernels.fast import FastKernelFn
 
     b = params["benchmark"]
     n, repeats, size = int(b["n"]), int(b["repeats"]), int(b["image_size"])
@@ -241,7 +241,8 @@ def run_cifar10_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]
     rows = []
     for fam in b["families"]:
         model = h4_model(fam, int(b["depth"]), dict(params["arch"]))
-        jk = jax.jit(lambda a, c, _k=model.stax()[2]: _k(a, c, get))
+        k_fn = model.stax()[2]
+        jk = jax.jit(lambda a, c, _k=k_fn: _k(a, c, get))
         cost = jk.lower(x, x).compile().cost_analysis()
         cost = cost[0] if isinstance(cost, (list, tuple)) else cost
         kf = FastKernelFn(model)

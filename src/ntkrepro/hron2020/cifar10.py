@@ -29,8 +29,8 @@ validation and evaluated on (a class-balanced subset of) the official test set, 
 CI. Orderings are measured as paired bootstrap intervals of accuracy differences on the same test
 points (:func:`ntkrepro.stats.paired_bootstrap`); the per-image validation correctness of every
 (family, depth, kernel) is stored for the depth ordering. The criterion is
-:func:`ntkrepro.hron2020.claims.evaluate_h4`. Every kernel is computed by :func:`ntkrepro.kernels.blocks.compute_kernel_blocks`
-(resumable) and inference is :func:`ntkrepro.kernels.inference.kernel_regression`.
+:func:`ntkrepro.hron2020.claims.evaluate_h4`. Every kernel is computed by
+:func:`ntkrepro.kernels.blocks.compute_kernel_blocks` (resumable) and inference is :func:`ntkrepro.kernels.inference.kernel_regression`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from ntkrepro.io import canonical_hash, sha256_file, write_npz
 from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
 from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
-from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes, select_diag_reg
+from ntkrepro.kernels.inference import one_hot, predicted_classes
 from ntkrepro.run import RunContext
 from ntkrepro.stats import bootstrap_ci, paired_bootstrap
 
@@ -319,7 +319,7 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
     :func:`ntkrepro.hron2020.regime.boot_accuracies`), and ``curve_accuracy``, the test accuracy
     refitted on each random training subset of the learning curve (:func:`h4_resample_plans`).
     With ``null_pairs``, each attention family's rows also get ``two_draws``: the model fitted on two
-    disjoint halves of train :math:`\cup` validation (:func:`ntkrepro.hron2020.regime.two_draws`),
+    disjoint halves of train :math:`\\cup` validation (:func:`ntkrepro.hron2020.regime.two_draws`),
     the ordering control's null pair (issue 28)."""
     from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
 
@@ -360,7 +360,8 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
                     fit, k_full, k_test, y_full, n_boot=int(rs.get("n_boot", 200)),
                     fractions=rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]), n_draws=int(rs.get("curve_draws", 5)),
                     seed=seed + 11, min_size=N_CLASSES,
-                    correct_many_for=lambda kt, ks, y, lam=sel["diag_reg"]: reg.correct_many(kt, ks, y, lam, d["y_test"]))
+                    correct_many_for=lambda kt, ks, y, lam=sel["diag_reg"]: reg.correct_many(kt, ks, y, lam,
+                                                                                             d["y_test"]))
             log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
     return final, correct
 
@@ -412,7 +413,7 @@ def orderings(params: Mapping[str, Any], final: list[dict[str, Any]], correct: M
 
 
 def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The H4 ordering control (issue 28): the real run with every ordering A > B replaced by its null
+    r"""The H4 ordering control (issue 28): the real run with every ordering A > B replaced by its null
     pair, A fitted on one random half of train :math:`\cup` validation against A fitted on the other
     half (the same family and kernel, two independent training draws of equal size: true difference
     zero). The final models (and so the regime rule) and the depth ordering are the real run's."""
@@ -450,16 +451,17 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         return ({"image_size": int(params["image_size"]), "n_train": int(data["x_train"].shape[0]),
                  "n_val": int(data["x_val"].shape[0]), "n_test": int(data["x_test"].shape[0]),
                  "families": list(params["families"]), "depths": [int(v) for v in params["depths"]],
-                 "arch": dict(params["arch"]), "kernel_backend": _backend(params), "archive": Path(data["archive"]).name,
-                 "archive_sha256": data["archive_sha256"], "archive_official": is_official_archive(data["archive_sha256"]),
+                 "arch": dict(params["arch"]), "kernel_backend": _backend(params),
+                 "archive": Path(data["archive"]).name, "archive_sha256": data["archive_sha256"],
+                 "archive_official": is_official_archive(data["archive_sha256"]),
                  "n_available": data["n_available"], "sweep": sweep, "final": final,
                  "comparisons": orderings(params, final, correct),
                  "train_resample": h4_resample_record(params, n_fit, int(data["x_test"].shape[0]))}, correct)
 
     body, correct = run(d, null_pairs=True)
     if ctx.outputs.get("predictions"):
-        write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]},
-                  provenance=ctx.provenance())
+        write_npz(ctx.outputs["predictions"],
+                  {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]}, provenance=ctx.provenance())
     # negative control (issue 21): the same pipeline on the same (cached) kernels with the training
     # and validation labels permuted; the test labels are the real ones
     seed = int(params["seed"])

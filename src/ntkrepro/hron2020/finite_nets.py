@@ -182,7 +182,8 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     ctrl_seeds = seeds[:n_ctrl]
     combos = [(m, ln) for m in params["mechanisms"] for ln in params["layer_norms"]]
     for m, ln in ctx.progress(combos, desc="H5 configs"):
-        init_seeds = [run_seed(s, m, ln) for s in seeds] + [CONTROL_SEED_OFFSET + run_seed(s, m, ln) for s in ctrl_seeds]
+        init_seeds = ([run_seed(s, m, ln) for s in seeds]
+                      + [CONTROL_SEED_OFFSET + run_seed(s, m, ln) for s in ctrl_seeds])
         logits, losses, preds = train(np.asarray(init_seeds, np.uint32), labels, MECHANISMS.index(m),
                                       LAYER_NORMS.index(ln))
         logits, losses, preds = np.asarray(logits), np.asarray(losses, np.float64), np.asarray(preds)

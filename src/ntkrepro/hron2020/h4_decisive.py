@@ -302,12 +302,14 @@ def _body(params: Mapping[str, Any], sweep: list[dict[str, Any]], final: list[di
     correct = {f"{r['family']}_{r['kernel']}": np.asarray(r["test_correct"], np.int8) for r in final}
     rows = []
     for r in final:
-        row = {k: v for k, v in r.items() if k not in ("test_correct", "val_scores") and (null_pairs or k != "two_draws")}
+        row = {k: v for k, v in r.items()
+               if k not in ("test_correct", "val_scores") and (null_pairs or k != "two_draws")}
         row["selected_depth"] = _select_depth(sweep, r["family"], r["kernel"])
         rows.append(row)
     body = {**base, "families": families, "sweep": sweep, "final": rows,
             "comparisons": orderings({**params, "families": families}, rows, correct),
-            "train_resample": h4_resample_record(params, int(base["n_train"]) + int(base["n_val"]), int(base["n_test"]))}
+            "train_resample": h4_resample_record(params, int(base["n_train"]) + int(base["n_val"]),
+                                                 int(base["n_test"]))}
     return body
 
 

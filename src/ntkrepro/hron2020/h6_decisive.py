@@ -27,7 +27,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 

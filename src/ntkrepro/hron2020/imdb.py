@@ -320,8 +320,8 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
         log.info("final %s: test %.3f [%.3f, %.3f]", FAMILY_LABELS[fam], acc.value, acc.low, acc.high)
     return {"n_train": int(params["final"]["n_train"]), "n_test": int(params["final"]["n_test"]),
             "families": out, "text_stats": data["stats"],
-            "train_resample": h6_resample_record(params, int(params["final"]["n_train"]), int(params["final"]["n_test"]),
-                                                 25000)}
+            "train_resample": h6_resample_record(params, int(params["final"]["n_train"]),
+                                                 int(params["final"]["n_test"]), 25000)}
 
 
 def pad_check_indices(lengths: np.ndarray, n_reviews: int, seed: int) -> np.ndarray:
@@ -380,7 +380,8 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
             "test_accuracy": acc.as_dict(),
             "jitter": float(jitter),
             "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
-            **_resampled(params, kt, ks, y["train"], y["test"], best, null_pair=null_pair and family in NULL_PAIR_FAMILIES),
+            **_resampled(params, kt, ks, y["train"], y["test"], best,
+                         null_pair=null_pair and family in NULL_PAIR_FAMILIES),
         }
         log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
                  entry["kernels"][g]["valid_accuracy"], acc.value, acc.low, acc.high)
@@ -443,7 +444,8 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
         entry, ok = fit_model(params, data, family, depth, pad_idx, null_pair=True)
         models.append(entry)
         correct.update({(family, depth, g): v for g, v in ok.items()})
-        c_entry, c_ok = fit_model(params, {**data, "y": y_perm}, family, depth, pad_idx, pad=entry["padding_invariance"])
+        c_entry, c_ok = fit_model(params, {**data, "y": y_perm}, family, depth, pad_idx,
+                                  pad=entry["padding_invariance"])
         c_models.append(c_entry)
         c_correct.update({(family, depth, g): v for g, v in c_ok.items()})
     families = select_families(models, correct)

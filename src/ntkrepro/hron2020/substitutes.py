@@ -43,8 +43,8 @@ def h4_substitutes(r: Mapping[str, Any], scale: str) -> list[str]:
     subs += [str(v) for v in r.get("extra_substitutes") or []]  # e.g. the decisive tier's (h4_decisive)
     if not is_official_cifar10(r["archive_sha256"]):
         subs.append(f"CIFAR-10 archive {r['archive']} is not the official cifar-10-python.tar.gz (sha256 "
-                    f"{str(r['archive_sha256'])[:12]}... != {CIFAR10_OFFICIAL_SHA256[:12]}...): the offline subset, decoded "
-                    "from a JPEG copy; pixels differ slightly from the official binary")
+                    f"{str(r['archive_sha256'])[:12]}... != {CIFAR10_OFFICIAL_SHA256[:12]}...): the offline subset, "
+                    "decoded from a JPEG copy; pixels differ slightly from the official binary")
     return subs
 
 

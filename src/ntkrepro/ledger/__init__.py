@@ -97,7 +97,8 @@ from ntkrepro.stats import Interval, PowerLine, Status  # noqa: F401  (re-export
 
 __all__ = [
     # specs
-    "Verdict", "NOT_A_CLAIM", "NOT_A_CLAIM_LABEL", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec", "ClaimSpec",
+    "Verdict", "NOT_A_CLAIM", "NOT_A_CLAIM_LABEL", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec",
+    "ClaimSpec",
     "PREREGISTRATION_FILE", "preregistration", "load_claim_spec",
     # registry
     "register", "ControlFn", "register_control", "register_stored_control", "stored_control", "control_function",

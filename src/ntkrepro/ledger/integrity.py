@@ -195,7 +195,8 @@ def check_controls(e: Mapping[str, Any]) -> list[str]:
         if c.get("verdict") not in _verdicts(e):
             problems.append(f"{cid}: control {c.get('name')!r} has bad verdict {c.get('verdict')!r}")
         elif bool(c.get("rejected")) != (c["verdict"] == Verdict.NOT_REPRODUCED.value):
-            problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} but verdict {c['verdict']}")
+            problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} "
+                            f"but verdict {c['verdict']}")
     if e.get("verdict") == Verdict.REPRODUCED.value and any(passes_on_control(c, e.get("parts")) for c in controls):
         problems.append(f"{cid}: reproduced although a control passes the criterion too "
                         f"({control_text(e)})")
