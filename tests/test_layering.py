@@ -390,10 +390,10 @@ def test_a_planted_circle_fails_the_check(tmp_path, monkeypatch):
 FLOORS = (
     ("ntkrepro.io", "ntkrepro.stats", "ntkrepro.precision", "ntkrepro.provenance"),  # the bottom layer
     ("ntkrepro.papers", "ntkrepro.nt", "ntkrepro.kernels", "ntkrepro.data", "ntkrepro.run", "ntkrepro.plotting",
-     "ntkrepro.replicates", "ntkrepro.amendment_log"),  # libraries, the run wrapper, the paper registry
+     "ntkrepro.replicates", "ntkrepro.amendment_log", "ntkrepro.configcheck"),  # libraries, run wrapper, registries
     ("ntkrepro.ledger",),  # a claim's record, its rules and its rendering
-    ("ntkrepro.decisive_cells",),  # the decisive tier's cell records and their verification
-    ("ntkrepro.decisive", "ntkrepro.verdicts", "ntkrepro.report", "ntkrepro.configcheck", "ntkrepro.configdoc",
+    ("ntkrepro.decisive_cells",),  # the decisive tier's cell records, its plan and their verification
+    ("ntkrepro.decisive", "ntkrepro.verdicts", "ntkrepro.report", "ntkrepro.configdoc",
      "ntkrepro.claim_map", "ntkrepro.notebooks"),  # clients of the ledger: orchestration, snapshots, documents
 )
 

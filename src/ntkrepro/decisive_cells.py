@@ -10,11 +10,14 @@ committed ``archive/decisive/<CLAIM>/cells/``. This module knows what a cell is 
   archived before constants were hashed are checked: see the notes above :data:`ARCHIVED_CONSTANTS`);
 - the cells a plan entry names (:func:`cells`, :func:`cell_name`, :func:`cell_params`, :func:`cell_path`,
   :func:`archived_cells`) and the check of one archived cell (:func:`verify_cell`: budget, seal, claim,
-  name, provenance, staleness).
+  name, provenance, staleness);
+- the plan, ``config/decisive.yaml`` (:func:`load_plan`, :func:`check_plan`, :func:`check_spec`,
+  :func:`check_archive`, :func:`is_overlay`), which the Snakefile reads at every parse.
 
-Orchestration (the plan, judging the archived cells by the current criterion, filling missing cells,
-the CLI) is :mod:`ntkrepro.decisive`, above the ledger; this module imports only the bottom layer
-(:mod:`ntkrepro.io`) and, to hash them, the compute modules it names (by name, at call time).
+Orchestration (judging the archived cells by the current criterion, filling missing cells, the CLI) is
+:mod:`ntkrepro.decisive`, above the ledger; this module imports only the bottom layer
+(:mod:`ntkrepro.io`), ``configcheck`` when it reads a plan, and, to hash them, the compute modules it
+names (by name, at call time).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import importlib
 import inspect
 import itertools
 import json
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -373,3 +377,127 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
     stale, why = code_state(claim, data.get("compute_code"), code_hash)  # code and module constants (issue 39)
     return {"path": str(p), "data": data, "sha256": sha256_file(p), "stale": stale, "stale_why": why}
 
+
+# --------------------------------------------------------------------------------------------
+# The plan (config/decisive.yaml): read and checked here, so that the Snakefile reads it without the ledger
+
+def load_plan(path: str | Path = "config/decisive.yaml") -> dict[str, Any]:
+    """The ``decisive`` section of config/decisive.yaml, checked (:func:`check_plan`); every refusal names the file."""
+    # imported here, not at the top: pyyaml (configcheck's) is not installed where the cell records and fill run
+    # without Snakemake (the GPU machine, .venv-jax-current: ntkrepro.hron2020.gpu_run, tests/test_gpu_run.py)
+    from ntkrepro.configcheck import ConfigError, load_strict
+
+    p = Path(path)
+    if not p.is_file():
+        raise ArchiveError(f"{p}: {'a directory' if p.is_dir() else 'no such file'}, not the decisive plan; give "
+                           "--plan config/decisive.yaml (paths are relative to the repository root)")
+    try:
+        data = load_strict(p)
+    except ConfigError as err:
+        raise ArchiveError(str(err).replace("--configfile ", "", 1)) from None
+    if set(data) != {"decisive"}:
+        raise ArchiveError(f"{path}: an overlay sets only `decisive` (got {sorted(data)})")
+    here = p.parent if (p.parent / "paper.yaml").is_file() else Path("config")
+    check_plan(data["decisive"], str(p), here)
+    return data["decisive"]
+
+
+#: The keys a ``run`` claim of the plan needs (workflow/schemas/decisive.schema.yaml says what each is).
+RUN_KEYS = ("cell", "cell_function", "aggregate_function", "results_stem", "section", "scale")
+
+
+def check_spec(claim: str, spec: Any, where: str = "config/decisive.yaml") -> None:
+    """Refuse a claim entry of the plan that :func:`cells` / :func:`ntkrepro.decisive.judge` /
+    :func:`ntkrepro.decisive.fill` cannot use, naming the key."""
+    key = f"{where}: decisive.claims.{claim}"
+    if not isinstance(spec, Mapping):
+        raise ArchiveError(f"{key} is a {type(spec).__name__}, not a mapping (status, scale, ...)")
+    if spec.get("status") != "run":
+        return
+    missing = [k for k in RUN_KEYS if k not in spec]
+    if missing:
+        raise ArchiveError(f"{key}: a `run` claim needs {', '.join(missing)} (see the other run claims)")
+    if not isinstance(spec["section"], Mapping):
+        raise ArchiveError(f"{key}.section is a {type(spec['section']).__name__}, not a mapping of the claim's "
+                           "settings")
+    if not isinstance(spec["cell"], list) or not spec["cell"]:
+        raise ArchiveError(f"{key}.cell must be a list of section keys (e.g. [seeds, widths]), got {spec['cell']!r}")
+    for k in spec["cell"]:
+        v = spec["section"].get(k) if isinstance(k, str) else None
+        if not isinstance(v, list) or not v or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            got = "missing" if v is None else repr(v)[:60]
+            raise ArchiveError(f"{key}.cell names {k!r}, but section.{k} is {got}: "
+                               "each cell key must be a section key holding a list of whole numbers")
+    for k in ("cell_function", "aggregate_function"):  # the format only: importing them here would load jax
+        ref = spec[k]
+        if not isinstance(ref, str) or not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", ref):
+            raise ArchiveError(f"{key}.{k}: {ref!r} is not 'package.module:function'")
+
+
+def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str | Path | None = "config") -> None:
+    """Refuse a plan (the ``decisive`` section) whose keys are missing or of the wrong kind, naming the key;
+    and each claim's ``scale`` label that its sizes contradict (issue 39: the check of
+    :func:`ntkrepro.configcheck.check_scale_label`, on the claim's ``section`` or ``size`` placed where the
+    scale files keep that claim): ``scale: paper`` on A4's default-run sizes would drop "[default settings]"."""
+    from ntkrepro.configcheck import ConfigError, check_scale_label, load_strict  # pyyaml: see load_plan
+
+    if not isinstance(plan, Mapping):
+        raise ArchiveError(f"{where}: `decisive` is a {type(plan).__name__}, not a mapping of archive, "
+                           "max_file_bytes and claims")
+    for k in ("archive", "max_file_bytes", "claims"):
+        if k not in plan:
+            raise ArchiveError(f"{where}: decisive.{k} is missing (see config/decisive.yaml)")
+    if not isinstance(plan["archive"], str) or not plan["archive"].strip():
+        raise ArchiveError(f"{where}: decisive.archive must be a folder name (archive/decisive), "
+                           f"got {plan['archive']!r}")
+    mfb = plan["max_file_bytes"]
+    if not isinstance(mfb, int) or isinstance(mfb, bool) or mfb <= 0:
+        raise ArchiveError(f"{where}: decisive.max_file_bytes must be a positive whole number of bytes "
+                           f"(1048576 = 1 MiB), got {mfb!r}{' (text)' if isinstance(mfb, str) else ''}")
+    if not isinstance(plan["claims"], Mapping):
+        raise ArchiveError(f"{where}: decisive.claims is a {type(plan['claims']).__name__}, "
+                           "not a mapping claim -> entry")
+    for claim, spec in plan["claims"].items():
+        check_spec(claim, spec, where)
+        # what Snakemake needs besides (SLURM limits) or a claim without cells states (the schema says the types)
+        need = ("cell_runtime_min", "mem_mb") if spec.get("status") == "run" else ("status", "scale", "reason", "size")
+        missing = [k for k in need if k not in spec]
+        if missing:
+            raise ArchiveError(f"{where}: decisive.claims.{claim} lacks {', '.join(missing)}: the plan is an overlay "
+                               "and inherits nothing (see the other claims of config/decisive.yaml)")
+    if config_dir is None or not (Path(config_dir) / "default.yaml").is_file():
+        return
+    try:
+        default = load_strict(Path(config_dir) / "default.yaml")
+        for claim, spec in plan["claims"].items():
+            sizes = spec.get("section") if spec.get("section") is not None else spec.get("size")
+            papers = [k for k, v in default.items() if isinstance(v, Mapping) and claim in v]
+            if isinstance(sizes, Mapping) and sizes and papers:
+                check_scale_label({"scale": spec.get("scale"), papers[0]: {claim: sizes}},
+                                  f"{where}: decisive.claims.{claim}", config_dir)
+    except ConfigError as err:
+        raise ArchiveError(str(err)) from None
+
+
+def check_archive(archive: str | Path, plan: Mapping[str, Any] | None = None) -> Path:
+    """Refuse an archive folder that does not exist (a mistyped ``--archive`` read as an empty archive would
+    erase every decisive verdict) or that holds no cells folder of any planned ``run`` claim."""
+    a = Path(archive)
+    if not a.is_dir():
+        raise ArchiveError(f"archive {a}: {'a file' if a.exists() else 'no such folder'}, not the decisive archive "
+                           "(archive/decisive, relative to the repository root); nothing was changed")
+    if plan is not None:
+        run = [c for c, s in plan["claims"].items() if isinstance(s, Mapping) and s.get("status") == "run"]
+        if run and not any((a / c / "cells").is_dir() for c in run):
+            raise ArchiveError(f"archive {a}: holds no <CLAIM>/cells/ folder of the plan's claims ({', '.join(run)}): "
+                               "not the decisive archive (archive/decisive); nothing was changed")
+    return a
+
+
+def is_overlay(configfiles) -> bool:
+    """True when every ``--configfile`` sets only ``decisive`` (config/decisive.yaml): merged over
+    config/default.yaml, it changes nothing of the default run, so it inherits nothing silently."""
+    import yaml  # not at the top: no pyyaml where decisive runs without Snakemake (see load_plan)
+
+    files = list(configfiles)
+    return bool(files) and all(set((yaml.safe_load(Path(f).read_text()) or {})) == {"decisive"} for f in files)
