@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ntkrepro.papers import PAPERS
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "workflow" / "schemas"
 README = ROOT / "config" / "README.md"
@@ -175,7 +177,6 @@ def load_schemas(schema_dir: Path = SCHEMA_DIR) -> list[tuple[str, str, dict[str
     """``[(section, file name, schema)]``: the top level (section ``config``), then each paper's."""
     import yaml
 
-    from ntkrepro.papers import PAPERS
 
     out = [("config", "config.schema.yaml", yaml.safe_load((schema_dir / "config.schema.yaml").read_text()))]
     for key in PAPERS:
@@ -295,8 +296,6 @@ def config_files(config_dir: Path = ROOT / "config") -> list[tuple[str, str, str
 
 def render(schema_dir: Path = SCHEMA_DIR, config_dir: Path = ROOT / "config") -> str:
     """The generated part of ``config/README.md`` (below :data:`MARKER`)."""
-    from ntkrepro.papers import PAPERS
-
     lines: list[str] = ["", "## Config files", "", "| file | `scale` | what (its first line) |", "|---|---|---|"]
     lines += [f"| `{f}` | `{sc}` | {_cell(what)} |" for f, sc, what in config_files(config_dir)]
     missing: list[str] = []

@@ -5,12 +5,12 @@
 ``archive/decisive/<CLAIM>/cells/``; ``snakemake all`` re-judges the archived cells with the CURRENT
 criterion of the claim.
 
-Two modules (issue 40): :mod:`ntkrepro.decisive_cells` holds the cell records and their verification
-(the compute-code hash, :data:`COMPUTE_CODE`, :data:`ARCHIVED_CONSTANTS`, :func:`cells`,
-:func:`verify_cell`; re-exported here, so ``decisive.compute_code_hash`` etc. are unchanged); this
-module is the orchestration above the ledger (the plan, :func:`load_plan` and :func:`check_plan`, is
-read by :mod:`ntkrepro.decisive_cells` and re-exported here): judging the archived cells by the claim's
-current criterion (:func:`judge`), the check of a ledger entry's decisive field down to its archived cells (:func:`check_entry`), filling missing cells
+Two modules (issue 40): :mod:`ntkrepro.decisive_cells` holds the cell records, the plan and their
+verification (the compute-code hash, :data:`COMPUTE_CODE`, :data:`ARCHIVED_CONSTANTS`, :func:`cells`,
+:func:`verify_cell`, :func:`load_plan`, :func:`check_plan`; re-exported here, so
+``decisive.compute_code_hash`` etc. are unchanged); this module is the orchestration above the ledger:
+judging the archived cells by the claim's current criterion (:func:`judge`), the check of a ledger
+entry's decisive field down to its archived cells (:func:`check_entry`), filling missing cells
 (:func:`fill`) and the CLI (``python -m ntkrepro.decisive judge|verify``). The entry's ``decisive``
 field, the table cell and the tier table's row are the ledger's (:func:`ntkrepro.ledger.rows.summary`,
 :func:`~ntkrepro.ledger.rows.table_cell`, :func:`~ntkrepro.ledger.rows.tier_row`; re-exported here).
@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import ntkrepro.decisive_cells as _cells
 from ntkrepro import ledger
+import ntkrepro.decisive_cells as _cells
 from ntkrepro.decisive_cells import (  # noqa: F401  (re-exported: the cell records' public names, as before the split)
     ARCHIVE, ARCHIVED_CONSTANTS, CODE_SCHEME, COMPUTE_CODE, DECIDE, MAX_FILE_BYTES, RUN_KEYS, ArchiveError, _plain,
     _singular, _source, archived_cells, cell_name, cell_params, cell_path, cells, check_archive, check_plan, check_spec,

@@ -41,6 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.arda2026 import model
+from ntkrepro.arda2026.teacher import sample_inputs
+from ntkrepro.arda2026.torch_reference import AutogradStep
+
 
 def _cores() -> int:
     try:
@@ -120,7 +124,6 @@ def project_step_bytes(m: int, n: int, d: int, T: int, chunk: int, dtype=None) -
     import jax
     import jax.numpy as jnp
 
-    from ntkrepro.arda2026 import model
 
     dtype = dtype or jnp.float32
     p0 = model.init_params(jax.random.PRNGKey(0), m, d, dtype)
@@ -146,9 +149,6 @@ def benchmark_size(m: int, n: int, d: int, T: int, *, steps: int, repeats: int, 
     import jax.numpy as jnp
     import torch
 
-    from ntkrepro.arda2026 import model
-    from ntkrepro.arda2026.teacher import sample_inputs
-    from ntkrepro.arda2026.torch_reference import AutogradStep
 
     X = sample_inputs(jax.random.PRNGKey(seed), n, d, T)
     y = jnp.asarray(0.05 * np.random.default_rng(seed).normal(size=n), jnp.float32)  # authors' label scale

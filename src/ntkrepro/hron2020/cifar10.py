@@ -44,15 +44,24 @@ import numpy as np
 
 from ntkrepro.data.cifar10 import (N_CLASSES, draw_splits, load_cifar10, preprocess,
                                    resolve_cifar10)
+from ntkrepro.hron2020.regime import (boot_accuracies, curve_accuracies, learning_curve_plan, permuted_labels,
+                                      training_resample_plan, two_draws)
 from ntkrepro.hron2020.substitutes import h4_substitutes
 from ntkrepro.hron2020.substitutes import is_official_cifar10 as is_official_archive
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
-from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
+from ntkrepro.kernels.blocks import block_grid, compute_kernel_blocks, describe
+from ntkrepro.kernels.device_regression import regression_backend
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
 from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
 from ntkrepro.kernels.inference import one_hot, predicted_classes
 from ntkrepro.run import RunContext
 from ntkrepro.stats import bootstrap_ci, paired_bootstrap
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (H4: kernels.fast in build_sweep_model). ntkrepro.nt is imported where it is used (build_model,
+# jitted_kernel_fn): it loads neural-tangents, absent from the current-jax environment and the GPU machine,
+# where this module runs with the fast kernels.
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -237,8 +246,6 @@ def shard_blocks(params: Mapping[str, Any], data: Mapping[str, np.ndarray], shar
                  ) -> list[tuple[str, int, str, list[tuple[int, int]]]]:
     """Shard ``shard`` of ``n_shards`` of every kernel block H4 can need (all families, depths and
     :data:`KERNEL_PAIRS`), dealt round-robin: ``[(family, depth, which, blocks), ...]``."""
-    from ntkrepro.kernels.blocks import block_grid
-
     if not 0 <= shard < n_shards:
         raise ValueError(f"shard {shard} not in [0, {n_shards})")
     depths = sorted({int(v) for v in params["depths"]} | {int(v) for v in dict(params.get("final_depth", {})).values()})
@@ -276,8 +283,6 @@ def run_h4_shard(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
 def _regression(params: Mapping[str, Any]):
     """The kernel-regression backend of params ``regression_backend`` (``scipy``, the default, or ``jax``:
     the default JAX device, batched; :mod:`ntkrepro.kernels.device_regression`, the same numbers)."""
-    from ntkrepro.kernels.device_regression import regression_backend
-
     return regression_backend(params.get("regression_backend"))
 
 
@@ -321,8 +326,6 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
     With ``null_pairs``, each attention family's rows also get ``two_draws``: the model fitted on two
     disjoint halves of train :math:`\\cup` validation (:func:`ntkrepro.hron2020.regime.two_draws`),
     the ordering control's null pair (issue 28)."""
-    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
-
     seed, n_boot = int(params["seed"]), int(params["n_boot"])
     override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
     y_full = one_hot(np.concatenate([d["y_train"], d["y_val"]]), N_CLASSES)
@@ -369,8 +372,6 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
 def h4_resample_plans(params: Mapping[str, Any], n_fit: int, n_test: int):
     """The two-way bootstrap plan and the learning-curve plan of H4's final models (config
     ``train_resample``: ``n_boot``, ``curve_fractions``, ``curve_draws``; seeds derived from ``seed``)."""
-    from ntkrepro.hron2020.regime import learning_curve_plan, training_resample_plan
-
     rs = dict(params.get("train_resample") or {})
     seed = int(params["seed"])
     plan = training_resample_plan(n_fit, n_test, int(rs.get("n_boot", 200)), seed + 7)
@@ -440,8 +441,6 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     (:func:`select_on_validation`), final test accuracies with CIs (:func:`final_test`), paired
     accuracy differences for the paper's orderings (:func:`orderings`); kernels by the configured
     ``kernel_backend``. The result records its substitutes (:func:`h4_substitutes`) for the figure."""
-    from ntkrepro.hron2020.regime import permuted_labels
-
     d = load_splits(params, ctx)
 
     def run(data: Mapping[str, Any], null_pairs: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

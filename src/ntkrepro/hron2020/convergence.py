@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.hron2020.cifar10 import load_splits
 from ntkrepro.run import RunContext
 from ntkrepro.stats import rel_frobenius
 
@@ -52,6 +53,8 @@ CONTROL_OFFSET = 0.03
 CONTROL_NAME = "kernel_3pct_off"
 
 
+# ntkrepro.nt is imported where it is used (attention_net, make_estimator): it loads neural-tangents, absent from
+# the current-jax environment (issue 40: imports at the top unless such a reason says otherwise).
 def attention_net(width: int, n_heads: int, arch: Mapping[str, Any], n_out: int = 1):
     """``(init_fn, apply_fn, kernel_fn)`` of the H3 network (module docstring)."""
     from ntkrepro.nt import stax
@@ -104,7 +107,6 @@ def run_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H3_hron2020_kernel_convergence``: distances per width and replicate."""
     import jax
 
-    from ntkrepro.hron2020.cifar10 import load_splits
 
     widths, heads = [int(w) for w in params["widths"]], [int(h) for h in params["n_heads"]]
     if len(widths) != len(heads):

@@ -53,10 +53,19 @@ from typing import Any
 import numpy as np
 
 from ntkrepro.hron2020 import substitutes as _subs
+from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, permuted_labels, two_draws
 from ntkrepro.hron2020.substitutes import h6_substitutes
 from ntkrepro.hron2020.substitutes import is_official_imdb as is_official_archive
+from ntkrepro.io import atomic_path
+from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
 from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
+from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (H6: data, io and regime in _prepare, h6_resample_plans; nt in build_kernel_fn). ntkrepro.nt is imported
+# where it is used: it loads neural-tangents, absent from the current-jax environment and the GPU machine.
 
 log = logging.getLogger("ntkrepro")
 
@@ -267,9 +276,6 @@ def _resampled(params: Mapping[str, Any], kt: np.ndarray, ks: np.ndarray, y_fit:
     """``boot_accuracy`` and ``curve_accuracy`` of one regression (:mod:`ntkrepro.hron2020.regime`);
     with ``null_pair`` also ``two_draws``, the regression on two disjoint halves of its training
     reviews (:func:`ntkrepro.hron2020.regime.two_draws`: the ordering control's null pair, issue 28)."""
-    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
-    from ntkrepro.kernels.inference import kernel_regression
-
     plan, curve = h6_resample_plans(params, kt.shape[0], ks.shape[0])
     pos = y_test.reshape(-1) > 0
 
@@ -291,10 +297,6 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
     """Refit each family's validation-selected (depth, kernel, diag_reg) on the final split
     (paper: 25K train / 25K test) and evaluate it on the final test reviews (with
     ``permute_seed``: the training labels permuted, the negative control)."""
-    from ntkrepro.hron2020.regime import permuted_labels
-
-    from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
-    from ntkrepro.kernels.inference import accuracy_with_ci, kernel_regression
 
     data = _prepare(params, ctx, final=params["final"])
     x, y = data["x"], dict(data["y"])
@@ -345,9 +347,6 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
     padding invariance on the reviews ``pad_idx`` (or ``pad``, when already measured), and the
     two-way bootstrap and learning curve of each regression (:func:`_resampled`). Returns the
     model's entry and its per-review test correctness per kernel."""
-    from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
-    from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
-
     x, y = data["x"], data["y"]
     c = float(params["mask_constant"])
     n_boot, seed = int(params["n_boot"]), int(params["seed"])
@@ -430,8 +429,6 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     (:func:`fit_model`), family representatives chosen on validation (:func:`select_families`),
     the final table if configured (:func:`_final_table`). Kernels by the configured
     ``kernel_backend``. The result records its substitutes (:func:`h6_substitutes`) for the figure."""
-    from ntkrepro.hron2020.regime import permuted_labels
-
     data = _prepare(params, ctx)
     pad_idx = pad_check_indices(data["lengths"]["test"], int(params["pad_check"]["n_reviews"]), int(params["seed"]))
     # negative control (issue 21): training and validation labels permuted, the same (cached)
@@ -492,7 +489,6 @@ def write_table(path, models: Sequence[Mapping[str, Any]], families: Mapping[str
     import csv
     import io as _io
 
-    from ntkrepro.io import atomic_path
 
     buf = _io.StringIO()
     w = csv.writer(buf)

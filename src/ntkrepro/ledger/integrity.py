@@ -15,9 +15,9 @@ from typing import Any
 from ntkrepro.io import TamperedFileError, content_sha256, read_json, sha256_file
 from ntkrepro.ledger.entries import replicate_summary
 from ntkrepro.ledger.files import LedgerFileError, load_results, read_ledger_file
-from ntkrepro.ledger.rules import passes_on_control
-from ntkrepro.ledger.specs import NOT_A_CLAIM, Verdict
 from ntkrepro.ledger.rows import control_text, summary
+from ntkrepro.ledger.rules import passes_on_control
+from ntkrepro.ledger.specs import NOT_A_CLAIM, Verdict, preregistration
 
 
 _CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_sha256", "replicate_entries_sha256",
@@ -230,8 +230,6 @@ def check_seed_claim(e: Mapping[str, Any]) -> list[str]:
     if not reported and e.get("verdict") == NOT_A_CLAIM:
         problems.append(f"{cid}: verdict {NOT_A_CLAIM!r} on an entry that does not say seed_claim = false")
     try:
-        from ntkrepro.ledger.specs import preregistration
-
         spec = preregistration(str(e.get("paper")))[cid]
     except (KeyError, ValueError, FileNotFoundError, ModuleNotFoundError):
         return problems  # an unknown claim is reported elsewhere (the chain, the DAG's list)
