@@ -11,9 +11,8 @@ import pytest
 
 from ntkrepro import decisive
 from ntkrepro.hron2020 import claims  # noqa: F401  (registers H6's criterion)
-from ntkrepro.hron2020.h6_decisive import sorted_kernels
 from ntkrepro.hron2020.imdb import model_kernel_fn
-from ntkrepro.kernels.blocks import compute_kernel_blocks
+from ntkrepro.kernels.blocks import compute_kernel_blocks, compute_kernel_blocks_sorted
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -36,12 +35,11 @@ def test_length_sorted_blocks_equal_the_kernel_in_review_order(tmp_path, family,
     kfn = model_kernel_fn(family, depth, PARAMS)
     kw = dict(block_size=4, mask_constant=100.0, desc="t", backend="ntkrepro.kernels.fast")
     for a, la, b, lb in ((x1, l1, None, None), (x1, l1, x2, l2)):
-        got = sorted_kernels(kfn, a, la, b, lb, cache_dir=tmp_path / "s", **kw)
+        got = compute_kernel_blocks_sorted(kfn, a, la, b, lb, cache_dir=tmp_path / "s", get=("nngp", "ntk"), **kw)
         ref = compute_kernel_blocks(kfn, a, b, cache_dir=tmp_path / "r", get=("nngp", "ntk"), **kw)
         for g in ("nngp", "ntk"):
             scale = np.max(np.abs(ref[g]))
             assert np.max(np.abs(got[g] - ref[g])) / scale < 1e-5, g
-            # and not merely equal up to a permutation: an unsorted result differs from a sorted one
         if b is None:
             assert np.allclose(got["nngp"], got["nngp"].T, rtol=1e-5, atol=1e-6 * scale)
 

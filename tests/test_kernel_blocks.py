@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ntkrepro.kernels.blocks import block_grid, compute_kernel_blocks
+from ntkrepro.kernels.blocks import block_grid, compute_kernel_blocks, compute_kernel_blocks_sorted
 from ntkrepro.nt import stax
 
 
@@ -263,3 +263,59 @@ def test_code_fingerprint_change_recomputes_every_block(tmp_path, monkeypatch, c
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 2
     manifest = next(p for p in tmp_path.iterdir() if p.is_dir()) / "manifest.json"
     assert "code" in blocks.read_json(manifest)
+
+
+# --------------------------------------------------------------------------------------------
+# length-aware blocks (issue 36 item 2)
+
+
+def _masked(n: int, seed: int, length: int = 12, c: float = 100.0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, length, 3))
+    lens = rng.integers(1, length + 1, n)
+    for i, ln in enumerate(lens):
+        x[i, ln:] = c
+    return x, lens
+
+
+def _trimming_kernel(c: float, seen: list[int]):
+    """A kernel of masked sequences (mean over unmasked positions, then a dot product) that, like the fast
+    backend, computes each block at its own length: it records the length it kept."""
+
+    def kfn(a, b, get, mask_constant=None):
+        keep = int(max(np.max(np.sum(np.any(a != c, -1), 1)), np.max(np.sum(np.any(b != c, -1), 1))))
+        seen.append(keep)
+        a, b = a[:, :keep], b[:, :keep]
+        ma, mb = np.any(a != c, -1), np.any(b != c, -1)
+        fa = np.einsum("nld,nl->nd", np.where(ma[..., None], a, 0.0), ma) / ma.sum(1, keepdims=True)
+        fb = np.einsum("nld,nl->nd", np.where(mb[..., None], b, 0.0), mb) / mb.sum(1, keepdims=True)
+        return {"nngp": fa @ fb.T}
+
+    return kfn
+
+
+def test_length_sorted_blocks_equal_the_kernel_in_input_order_and_cost_less(tmp_path):
+    x1, l1 = _masked(23, 0)
+    x2, l2 = _masked(10, 1)
+    kw = dict(block_size=4, get=("nngp",), dtype="float64", progress=False, mask_constant=100.0)
+    for a, la, b, lb in ((x1, l1, None, None), (x1, l1, x2, l2)):
+        seen_s, seen_r = [], []
+        got = compute_kernel_blocks_sorted(_trimming_kernel(100.0, seen_s), a, la, b, lb, cache_dir=tmp_path / "s",
+                                           **kw)
+        ref = compute_kernel_blocks(_trimming_kernel(100.0, seen_r), a, b, cache_dir=tmp_path / "r", **kw)
+        np.testing.assert_allclose(got["nngp"], ref["nngp"], rtol=1e-12, atol=1e-12)
+        # the same blocks count, fewer positions computed: the point of sorting
+        assert len(seen_s) == len(seen_r) and sum(seen_s) < sum(seen_r)
+    # a kernel left in the sorted order would not be equal (the comparison can fail)
+    sym = compute_kernel_blocks(_trimming_kernel(100.0, []), x1, None, cache_dir=tmp_path / "r", **kw)["nngp"]
+    o = np.argsort(l1, kind="stable")
+    left = compute_kernel_blocks(_trimming_kernel(100.0, []), x1[o], None, cache_dir=tmp_path / "u", **kw)["nngp"]
+    assert not np.allclose(left, sym)
+
+
+def test_length_sorted_blocks_reject_lengths_of_the_wrong_size(tmp_path):
+    x1, l1 = _masked(6, 0)
+    with pytest.raises(ValueError, match="len1 has 5 entries for 6 rows"):
+        compute_kernel_blocks_sorted(_trimming_kernel(100.0, []), x1, l1[:5], block_size=2, cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="len2 is needed"):
+        compute_kernel_blocks_sorted(_trimming_kernel(100.0, []), x1, l1, x1, None, block_size=2, cache_dir=tmp_path)

@@ -81,10 +81,25 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.kernels.resampling",
         "ntkrepro.data.cifar10",
     ),
+    # a cell's run (run_f2 at one width) and the modules it trains and measures with, whole (not aggregate_f2)
+    "F2": (
+        *(f"ntkrepro.framework.kernel_regime:{f}" for f in ("run_f2_cell", "run_f2", "block_spec")),
+        "ntkrepro.framework.training",
+        "ntkrepro.framework.models",
+        "ntkrepro.framework.spectra",
+    ),
+    # a cell's inputs, networks, Monte Carlo estimates and distances (not aggregate_h3)
+    "H3": (
+        *(f"ntkrepro.hron2020.convergence:{f}" for f in (
+            "run_h3_cell", "_setup", "_replicates", "_heads", "attention_net", "make_estimator")),
+        "ntkrepro.hron2020.cifar10:load_splits",
+        "ntkrepro.data.cifar10",
+    ),
     # as H4: a cell's kernels (model descriptions, not the fast engine), data, labels, plans and refits
     "H6": (
         *(f"ntkrepro.hron2020.h6_decisive:{f}" for f in (
-            "run_h6_cell", "_params", "sorted_kernels", "_ok", "_boot", "_curve", "_two_draws")),
+            "run_h6_cell", "_params", "_ok", "_boot", "_curve", "_two_draws")),
+        "ntkrepro.kernels.blocks:compute_kernel_blocks_sorted",
         *(f"ntkrepro.hron2020.imdb:{f}" for f in (
             "_prepare", "build_kernel_fn", "_pos_decay", "model_grid", "model_name", "model_kernel_fn", "mask_margin",
             "padding_invariance", "pad_check_indices", "h6_resample_plans")),

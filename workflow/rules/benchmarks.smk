@@ -6,10 +6,13 @@
 # ---- issue 11: the fast NNGP/NTK backend (ntkrepro.kernels.fast) vs neural-tangents ------------
 rule fast_kernels_benchmark:
     """Pairs/s of neural-tangents and kernels.fast side by side on the same blocks (H4 models at
-    S = 64 and 256, H6 Struct at length 128 and 500), FLOP/s vs dense matmul, memory per block.
+    S = 64 and 256, H6 Struct at length 128 and 500, and at L = 500 on the IMDb subset's review-length
+    distribution in length-sorted blocks), FLOP/s vs dense matmul, memory per block.
     """
     message:
         job_message("benchmark", "fast kernels vs neural-tangents on the same blocks")
+    input:
+        H6_DATA,
     output:
         results=f"{R}/benchmarks/fast_kernels.json",
     log:
@@ -19,8 +22,12 @@ rule fast_kernels_benchmark:
             {
                 "h4_arch": HRON["H4"]["arch"],
                 "h6": {
-                    k: HRON["H6"][k]
-                    for k in ("filter_size", "W_pos_emb_std", "mask_constant")
+                    **{
+                        k: HRON["H6"][k]
+                        for k in ("filter_size", "W_pos_emb_std", "mask_constant")
+                    },
+                    # the review-length distribution of the real-length cases
+                    "imdb": H6_IMDB,
                 },
             }
         ),

@@ -28,6 +28,7 @@ import numpy as np
 
 from ntkrepro.framework import models, training
 from ntkrepro.framework import spectra as sp
+from ntkrepro.io import read_json
 
 #: Widths of the paper's Sec. 4.5.1 statement (< 512 deviates, > 2048 agrees): a descriptive table only.
 TABLE_WIDTHS = (256, 512, 2048, 4096)
@@ -101,4 +102,46 @@ def run_f2(params: dict, ctx) -> dict:
         by_act[act] = {**rows, "loss_curves_seed0": curves, "table_mean_gap": table,
                        "block": block_spec(p, widths[-1], act).as_dict()}
     return {"widths": widths, "activations": list(p["activations"]), "primary_activation": p["activations"][0],
+            "by_activation": by_act}
+
+
+def run_f2_cell(params: dict, ctx) -> dict:
+    """F2 decisive-tier cell (config/decisive.yaml F2: ``cell: [widths]``): :func:`run_f2` at one ``width``,
+    every seed and activation. A width's seeds and tasks do not depend on the other widths
+    (:func:`~ntkrepro.framework.training.init_seeds`), so the cells assembled by :func:`aggregate_f2` equal
+    one run over every width (``tests/test_f2_decisive.py``)."""
+    import time
+
+    from ntkrepro import decisive
+
+    width = int(params["width"])
+    if width not in [int(w) for w in params["widths"]]:
+        raise ValueError(f"F2 cell: width {width} is not one of widths {params['widths']}")
+    t0 = time.process_time()
+    out = run_f2({**params, "widths": [width]}, ctx)
+    return {"claim": "F2", "cell": {"width": width}, "results": out,
+            "cpu_seconds": round(time.process_time() - t0, 2), "compute_code": decisive.compute_code_hash("F2")}
+
+
+def aggregate_f2(params: dict, ctx) -> dict:
+    """The cells (``shard_files``) assembled into :func:`run_f2`'s layout (widths ascending), for F2's
+    criterion (:func:`ntkrepro.framework.claims.evaluate_f2`). Every planned width must be present once,
+    with the same activations."""
+    cells = sorted((read_json(ctx.use_data(p)) for p in params["shard_files"]), key=lambda c: int(c["cell"]["width"]))
+    got = [int(c["cell"]["width"]) for c in cells]
+    if got != sorted(int(w) for w in params["widths"]):
+        raise ValueError(f"F2 cells of widths {got} do not match the plan's widths {sorted(params['widths'])}")
+    acts = cells[0]["results"]["activations"]
+    if any(c["results"]["activations"] != acts for c in cells):
+        raise ValueError("F2 cells computed different activations")
+    by_act: dict = {}
+    for act in acts:
+        parts = [c["results"]["by_activation"][act] for c in cells]
+        merged = {k: [row for p in parts for row in p[k]] for k in parts[0]
+                  if isinstance(parts[0][k], list) and k != "loss_curves_seed0"}
+        merged["loss_curves_seed0"] = [cur for p in parts for cur in p["loss_curves_seed0"]]
+        merged["table_mean_gap"] = {k: v for p in parts for k, v in p["table_mean_gap"].items()}
+        merged["block"] = parts[-1]["block"]
+        by_act[act] = merged
+    return {"widths": got, "activations": acts, "primary_activation": cells[0]["results"]["primary_activation"],
             "by_activation": by_act}

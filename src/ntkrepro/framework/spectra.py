@@ -83,8 +83,7 @@ def spectral_centroid(vecs: np.ndarray) -> np.ndarray:
 
 
 def offdiag_fraction(k: np.ndarray) -> np.ndarray:
-    r"""Coupling of positions: :math:`\lVert K - \mathrm{diag} K\rVert_F/\lVert K\rVert_F` per ``(..., S, S)``
-    matrix."""
+    r"""Coupling of positions: :math:`\lVert K - \mathrm{diag} K\rVert_F/\lVert K\rVert_F` per ``(..., S, S)`` matrix."""
     k = np.asarray(k, np.float64)
     off = k * (1.0 - np.eye(k.shape[-1]))
     return np.linalg.norm(off, axis=(-2, -1)) / np.linalg.norm(k, axis=(-2, -1))

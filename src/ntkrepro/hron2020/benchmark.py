@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.data import imdb, text
 from ntkrepro.hron2020.cifar10 import FAMILIES, KERNEL_PAIRS, build_model, build_sweep_model, load_splits
 from ntkrepro.hron2020.imdb import build_kernel_fn, mask_margin, model_grid
 from ntkrepro.io import atomic_path
@@ -78,6 +79,12 @@ CASES["paper"] = CASES["default"]
 #: conv stack once, every family's readout) against the six families' models one by one (issue 36).
 SWEEP_CASES: dict[str, list[tuple[int, int, int]]] = {"smoke": [(1, 4, 4)], "default": [(1, 8, 16), (2, 8, 16)]}
 SWEEP_CASES["paper"] = SWEEP_CASES["default"]
+
+#: Real-length IMDb cases per scale (issue 36 item 2): (family, depth, review length cap L, reviews per side,
+#: block size). Review lengths drawn from the IMDb subset's tokenised reviews (capped at L), inputs random.
+LENGTH_CASES: dict[str, list[tuple[str, int, int, int, int]]] = {
+    "smoke": [("struct", 1, 32, 6, 3)], "default": [("struct", 1, 500, 64, 16)]}
+LENGTH_CASES["paper"] = LENGTH_CASES["default"]
 
 #: Default assumed sustained float32 FLOP/s of "one modern GPU" (an H100-class card's fp32 CUDA-core
 #: peak, ~60 TFLOP/s; tensor-core TF32 is faster but changes the arithmetic).
@@ -172,6 +179,83 @@ def run_sweep_case(depth: int, size: int, n: int, *, arch: Mapping[str, Any], re
             "max_rel_diff_vs_nt": diff}
 
 
+def review_lengths(imdb_cfg: Mapping[str, Any], seq_len: int, ctx=None) -> np.ndarray:
+    """Token counts (capped at ``seq_len``) of every review of the configured IMDb archive, tokenised as H6
+    tokenises (:func:`ntkrepro.data.text.tokenize`): the length distribution the H6 kernels meet."""
+    path = imdb.resolve(imdb_cfg)
+    if ctx is not None:
+        ctx.use_data(path)
+    reviews = imdb.read_reviews(path)
+    return np.array([min(len(text.tokenize(r.text)), int(seq_len)) for v in reviews.values() for r in v])
+
+
+def run_length_case(family: str, depth: int, seq_len: int, n: int, block: int, *, lengths: np.ndarray,
+                    h6: Mapping[str, Any], repeats: int, seed: int = 0, nt_blocks: int = 2) -> dict[str, Any]:
+    r"""H6's kernel on reviews of the real length distribution, as the H6 runs compute it (issue 36 item 2).
+
+    Two sets of ``n`` reviews whose lengths are drawn from ``lengths`` (word vectors random: cost does not
+    depend on them), each padded to ``seq_len`` + the model's margin with the mask constant and sorted by
+    length, cut into blocks of ``block`` (:func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`'s
+    layout). The fast backend computes every block pair, each at the block pair's own length (its exact
+    trimming of the tail masked in every review): its time is the sum. neural-tangents computes the whole
+    padded array whatever the lengths, so its time per pair is the same on every block pair: it is timed on
+    ``nt_blocks`` block pairs (the shortest and the longest, the same blocks the fast backend computes,
+    compared entry by entry) and its time for all pairs is that per-pair time :math:`\times n^2`
+    (extrapolated, labelled). Speed-ups per repeat, median and best over ``repeats``."""
+    rng = np.random.default_rng(seed)
+    mc = float(h6["mask_constant"])
+    margin = (int(h6["filter_size"]) - 1) // 2  # as _inputs: the masked margin after the longest review
+    lengths = np.asarray(lengths)
+
+    def draw() -> tuple[np.ndarray, np.ndarray]:
+        ln = rng.choice(lengths, n, replace=False)
+        x = rng.standard_normal((n, seq_len + margin, 50)).astype(np.float32)
+        for i, k in enumerate(ln):
+            x[i, k:] = mc
+        o = np.argsort(ln, kind="stable")
+        return x[o], ln[o]
+
+    (x1, l1), (x2, l2) = draw(), draw()
+    model = h6_model(family, depth, int(h6["filter_size"]), float(h6["W_pos_emb_std"]))
+    fast, nt = FastKernelFn(model), nt_kernel_fn(model)
+    get = ("nngp", "ntk")
+    cuts = [slice(i, min(i + block, n)) for i in range(0, n, block)]
+    grid = [(a, b) for a in cuts for b in cuts]
+    picks = [grid[0], grid[-1]][:max(1, nt_blocks)]
+
+    def fast_all():
+        return [tuple(fast(x1[a], x2[b], get, mask_constant=mc)) for a, b in grid]
+
+    def nt_picks():
+        return [tuple(nt(x1[a], x2[b], get, mask_constant=mc)) for a, b in picks]
+
+    compile_s = {"fast": timed(fast_all)[0], "nt": timed(nt_picks)[0]}  # one compilation per length bucket
+    ref, got = nt_picks(), [tuple(fast(x1[a], x2[b], get, mask_constant=mc)) for a, b in picks]
+    diff = {g: max(float(np.max(np.abs(np.asarray(f[i], np.float64) - np.asarray(r[i], np.float64)))
+                         / np.max(np.abs(np.asarray(r[i], np.float64)))) for r, f in zip(ref, got))
+            for i, g in enumerate(get)}
+    nt_pairs = sum((a.stop - a.start) * (b.stop - b.start) for a, b in picks)
+    t_fast, t_nt = [], []
+    for _ in range(max(1, repeats)):  # interleaved, so that a change of machine load hits both
+        t_fast.append(timed(fast_all)[0])
+        t_nt.append(timed(nt_picks)[0] / nt_pairs * n * n)
+    speedups = [a / b for a, b in zip(t_nt, t_fast)]
+    kept = [int(fast._trim(x1[a], x2[b], mc)[0].shape[1]) for a, b in grid]
+    return {"case": f"imdb-real {family} depth {depth} L={seq_len}", "dataset": "imdb-real", "family": family,
+            "depth": depth, "length": seq_len, "n1": n, "n2": n, "pairs": n * n, "block": block,
+            "review_lengths": {"subset_reviews": int(lengths.size), "median": float(np.median(lengths)),
+                               "mean": float(np.mean(lengths)), "fraction_at_cap": float(np.mean(lengths >= seq_len)),
+                               "drawn_mean": float(np.mean(np.concatenate([l1, l2])))},
+            "array_length": int(x1.shape[1]), "computed_lengths_mean": float(np.mean(kept)),
+            "fast": {"seconds": t_fast, "pairs_per_second_median": n * n / float(np.median(t_fast)),
+                     "pairs_per_second_best": n * n / min(t_fast)},
+            "nt": {"seconds_extrapolated": t_nt, "pairs_timed": nt_pairs, "blocks_timed": len(picks),
+                   "pairs_per_second_median": n * n / float(np.median(t_nt)),
+                   "pairs_per_second_best": n * n / min(t_nt)},
+            "compile_plus_first_call_seconds": compile_s, "max_rel_diff_fast_vs_nt": diff,
+            "speedup_median": float(np.median(speedups)), "speedup_best": max(speedups), "speedups": speedups}
+
+
 def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
     """Rule ``fast_kernels_benchmark``: every case of :data:`CASES` for the run's scale (or
     ``params["cases"]``), both backends interleaved, with the matmul reference (module docstring).
@@ -205,7 +289,21 @@ def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
            for r in rows if "attention" in r]
     sweeps = [run_sweep_case(*c, arch=params["h4_arch"], repeats=repeats)
               for c in ctx.progress(SWEEP_CASES.get(ctx.scale, SWEEP_CASES["default"]), desc="H4 sweep model")]
+    real = []
+    length_cases = [tuple(c) for c in params.get("length_cases", LENGTH_CASES.get(ctx.scale, LENGTH_CASES["default"]))]
+    if length_cases and params["h6"].get("imdb"):
+        lens = {}
+        for fam, dep, L, n, blk in ctx.progress(length_cases, desc="IMDb real lengths"):
+            if L not in lens:
+                lens[L] = review_lengths(params["h6"]["imdb"], L, ctx)
+            real.append(run_length_case(fam, dep, L, n, blk, lengths=lens[L], h6=params["h6"], repeats=repeats))
+    for r in real:
+        key = f"imdb L={r['length']}"
+        targets.setdefault(f"imdb real lengths L={r['length']}", []).append(
+            {"case": r["case"], "speedup_median": r["speedup_median"], "speedup_best": r["speedup_best"],
+             "target": TARGETS.get(key, 10.0), "met_median": r["speedup_median"] >= TARGETS.get(key, 10.0)})
     return {"benchmark": "fast_kernels_vs_neural_tangents", "scale": ctx.scale, "repeats": repeats, "sweeps": sweeps,
+            "real_length_cases": real,
             "matmul_flops_per_second": peak, "matmul_before": peak_before, "matmul_after": peak_after,
             "cpu_count": os.cpu_count(), "devices": [str(d) for d in jax.devices()],
             "inputs": "random (see ntkrepro.hron2020.benchmark docstring)", "cases": rows,

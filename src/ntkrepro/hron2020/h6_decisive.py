@@ -6,13 +6,15 @@ bootstrap and learning curve, the permuted-label control and the Struct two-halv
 paper's 3200 / 1600 / 1600 train / validation / test reviews, at the review length of the plan, cut
 into one cell per group of models (``section['part_specs'][part]['models']``), results only.
 
-What differs from the default run's computation, not its numbers:
+Its kernels are the default run's: **length-aware blocks**
+(:func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`, as :func:`ntkrepro.hron2020.imdb.fit_model`):
+the reviews of each split are ordered by their number of tokens before the kernel is cut into blocks, so
+that a block holds reviews of similar length; the fast backend computes each block at the block's own
+length (it drops the tail that is masked in every review of the block, exactly), and the kernel is put
+back in the reviews' order, equal to the computation in the original order to rounding
+(``tests/test_h6_decisive.py``, ``tests/test_kernel_blocks.py``). What differs from the default run's
+computation, not its numbers:
 
-* **length-aware blocks** (:func:`sorted_kernels`): the reviews of each split are ordered by their
-  number of tokens before the kernel is cut into blocks, so that a block holds reviews of similar
-  length; the fast backend computes each block at the block's own length (it drops the tail that is
-  masked in every review of the block, exactly), and the kernel is put back in the reviews' order.
-  Equal to the computation in the original order to rounding (``tests/test_h6_decisive.py``);
 * **refits** by :func:`ntkrepro.kernels.resampling.weighted_refit` (bootstrap draws on their distinct
   rows; equal to the direct refits, tested), one factorisation for the real and the permuted labels
   where they chose the same regulariser; the control gets the plan's first ``control_n_boot`` draws.
@@ -40,7 +42,7 @@ from ntkrepro.hron2020.imdb import (BACKEND_NAMES, H6_PAPER_SIZES, NULL_PAIR_FAM
                                     select_families)
 from ntkrepro.hron2020.regime import learning_curve_plan, permuted_labels, training_resample_plan
 from ntkrepro.io import read_json
-from ntkrepro.kernels.blocks import code_fingerprint, compute_kernel_blocks, describe
+from ntkrepro.kernels.blocks import code_fingerprint, compute_kernel_blocks_sorted, describe
 from ntkrepro.kernels.inference import accuracy, accuracy_with_ci
 from ntkrepro.kernels.resampling import select_many, weighted_refit
 
@@ -57,21 +59,6 @@ def _params(params: Mapping[str, Any]) -> dict[str, Any]:
     root = data.pop("root", None) or "."
     data["archive"] = str(Path(root) / data["archive"])
     return {**params, "imdb": data, "glove": dict(params.get("glove") or {"source": "wheel", "dim": 50})}
-
-
-def sorted_kernels(kfn, x1: np.ndarray, len1: np.ndarray, x2: np.ndarray | None, len2: np.ndarray | None, *,
-                   block_size: int, cache_dir: str | Path, mask_constant: float, desc: str, backend: str
-                   ) -> dict[str, np.ndarray]:
-    """``compute_kernel_blocks`` of ``kfn`` with the rows (and columns) ordered by review length, returned
-    in the original order: blocks of similar lengths, each computed at its own length by the fast backend."""
-    o1 = np.argsort(len1, kind="stable")
-    o2 = None if x2 is None else np.argsort(len2, kind="stable")
-    k = compute_kernel_blocks(kfn, x1[o1], None if x2 is None else x2[o2], block_size=block_size, cache_dir=cache_dir,
-                              get=("nngp", "ntk"), dtype="float32", desc=desc, backend=backend,
-                              mask_constant=mask_constant)
-    i1 = np.argsort(o1)
-    i2 = i1 if x2 is None else np.argsort(o2)
-    return {g: v[np.ix_(i1, i2)] for g, v in k.items()}
 
 
 def _ok(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -154,10 +141,10 @@ def run_h6_cell(params: dict[str, Any], ctx) -> dict[str, Any]:
         desc = "H6 decisive " + describe(family=family, depth=depth, filter_size=params["filter_size"],
                                          W_pos_emb_std=params["W_pos_emb_std"])
         kw = dict(block_size=int(params["block_size"]), cache_dir=cache, mask_constant=c, desc=desc,
-                  backend=BACKEND_NAMES["fast"])
+                  backend=BACKEND_NAMES["fast"], get=("nngp", "ntk"), dtype="float32")
         tk = time.perf_counter()
-        k_tt = sorted_kernels(jk, x["train"], lengths["train"], None, None, **kw)
-        k_et = sorted_kernels(jk, x_et, len_et, x["train"], lengths["train"], **kw)
+        k_tt = compute_kernel_blocks_sorted(jk, x["train"], lengths["train"], **kw)
+        k_et = compute_kernel_blocks_sorted(jk, x_et, len_et, x["train"], lengths["train"], **kw)
         kernel_s += time.perf_counter() - tk
         check_fn = model_kernel_fn(family, depth, params, trim=False)
         pad = padding_invariance(check_fn, x["test"][pad_idx], int(params["pad_check"]["extra"]), c)

@@ -57,7 +57,7 @@ from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, permuted
 from ntkrepro.hron2020.substitutes import h6_substitutes
 from ntkrepro.hron2020.substitutes import is_official_imdb as is_official_archive
 from ntkrepro.io import atomic_path
-from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
+from ntkrepro.kernels.blocks import compute_kernel_blocks_sorted, describe
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
 from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
 from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
@@ -297,9 +297,8 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
     """Refit each family's validation-selected (depth, kernel, diag_reg) on the final split
     (paper: 25K train / 25K test) and evaluate it on the final test reviews (with
     ``permute_seed``: the training labels permuted, the negative control)."""
-
     data = _prepare(params, ctx, final=params["final"])
-    x, y = data["x"], dict(data["y"])
+    x, y, lens = data["x"], dict(data["y"]), data["lengths"]
     if permute_seed is not None:
         y["train"] = permuted_labels(y["train"], permute_seed)
     c = float(params["mask_constant"])
@@ -310,8 +309,9 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
                                       W_pos_emb_std=params["W_pos_emb_std"])
         kw = dict(block_size=int(params["block_size"]), cache_dir=Path(params["cache_dir"]), get=(sel["kernel"],),
                   dtype=params["dtype"], desc=desc, backend=BACKEND_NAMES[_backend(params)], mask_constant=c)
-        k_tt = compute_kernel_blocks(kfn, x["train"], None, **kw)[sel["kernel"]]
-        k_st = compute_kernel_blocks(kfn, x["test"], x["train"], **kw)[sel["kernel"]]
+        k_tt = compute_kernel_blocks_sorted(kfn, x["train"], lens["train"], **kw)[sel["kernel"]]
+        k_st = compute_kernel_blocks_sorted(kfn, x["test"], lens["test"], x["train"], lens["train"],
+                                            **kw)[sel["kernel"]]
         pred, jitter = kernel_regression(k_tt, k_st, y["train"], float(sel["diag_reg"]), return_jitter=True)
         acc = accuracy_with_ci(pred, y["test"], n_boot=int(params["n_boot"]), seed=int(params["seed"]))
         out[fam] = {**{k: sel[k] for k in ("label", "depth", "kernel", "diag_reg")},
@@ -342,12 +342,13 @@ NULL_PAIR_FAMILIES = ("struct",)
 def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, depth: int, pad_idx: np.ndarray,
               pad: Mapping[str, float] | None = None, null_pair: bool = False
               ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """One model of :func:`model_grid`: its NNGP and NTK (cached blocks) train x train and
+    """One model of :func:`model_grid`: its NNGP and NTK (cached length-sorted blocks,
+    :func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`) train x train and
     (valid + test) x train, diag_reg selected on validation, test accuracy with a bootstrap CI,
     padding invariance on the reviews ``pad_idx`` (or ``pad``, when already measured), and the
     two-way bootstrap and learning curve of each regression (:func:`_resampled`). Returns the
     model's entry and its per-review test correctness per kernel."""
-    x, y = data["x"], data["y"]
+    x, y, lens = data["x"], data["y"], data["lengths"]
     c = float(params["mask_constant"])
     n_boot, seed = int(params["n_boot"]), int(params["seed"])
     n_valid = x["valid"].shape[0]
@@ -357,8 +358,10 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
                             W_pos_emb_std=params["W_pos_emb_std"])
     kw = dict(block_size=int(params["block_size"]), cache_dir=Path(params["cache_dir"]), get=("nngp", "ntk"),
               dtype=params["dtype"], desc=desc, backend=BACKEND_NAMES[_backend(params)], mask_constant=c)
-    k_tt = compute_kernel_blocks(jk, x["train"], None, **kw)
-    k_et = compute_kernel_blocks(jk, np.concatenate([x["valid"], x["test"]]), x["train"], **kw)
+    # length-aware blocks (issue 36): reviews of similar length share a block, computed at its own length
+    k_tt = compute_kernel_blocks_sorted(jk, x["train"], lens["train"], **kw)
+    k_et = compute_kernel_blocks_sorted(jk, np.concatenate([x["valid"], x["test"]]),
+                                        np.concatenate([lens["valid"], lens["test"]]), x["train"], lens["train"], **kw)
     # the fast backend without its exact tail trimming: otherwise the check would compare two
     # computations on the same trimmed arrays and could not fail
     if pad is None:

@@ -259,6 +259,37 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
     return result
 
 
+def compute_kernel_blocks_sorted(kernel_fn: Callable[..., Any], x1: Any, len1: Any, x2: Any | None = None,
+                                 len2: Any | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+    r""":func:`compute_kernel_blocks` with the rows (and columns) ordered by ``len1`` (``len2``), the result
+    put back in the inputs' order: **length-aware blocks** for masked sequences.
+
+    With ``len`` the number of unmasked positions of each sequence, a block then holds sequences of
+    similar length, and a backend that computes each block at its own length (the fast backend drops
+    the tail masked in every sequence of the block, exactly) does the work of the real lengths, not
+    of the padded array. The kernel is the same function of the same pairs, so the result equals
+    :func:`compute_kernel_blocks` in the original order to rounding (``tests/test_blocks_sorted.py``);
+    with neural-tangents, which computes the whole array, only the cost is unchanged. A stable sort,
+    so equal lengths keep their order; the cache key is that of the sorted inputs."""
+    x1 = np.asarray(x1)
+    o1 = np.argsort(np.asarray(len1), kind="stable")
+    if len(o1) != x1.shape[0]:
+        raise ValueError(f"len1 has {len(o1)} entries for {x1.shape[0]} rows")
+    if x2 is None:
+        k = compute_kernel_blocks(kernel_fn, x1[o1], None, **kwargs)
+        i1 = i2 = np.argsort(o1)
+    else:
+        x2 = np.asarray(x2)
+        if len2 is None:
+            raise ValueError("len2 is needed with x2")
+        o2 = np.argsort(np.asarray(len2), kind="stable")
+        if len(o2) != x2.shape[0]:
+            raise ValueError(f"len2 has {len(o2)} entries for {x2.shape[0]} rows")
+        k = compute_kernel_blocks(kernel_fn, x1[o1], x2[o2], **kwargs)
+        i1, i2 = np.argsort(o1), np.argsort(o2)
+    return {g: v[np.ix_(i1, i2)] for g, v in k.items()}
+
+
 def describe(**params: Any) -> str:
     """A canonical ``desc`` string from architecture parameters (sorted ``k=v`` pairs)."""
     return ",".join(f"{k}={json.dumps(v, sort_keys=True, default=str)}" for k, v in sorted(params.items()))
