@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Create (or update) .venv-jax-current/: the second test environment, Python 3.12 + current jax (CPU)
 # from envs/requirements-current-jax.lock, WITHOUT neural-tangents (archived; it pins jax 0.5.3).
-# ntkrepro is put on the path with a .pth file pointing at src/ (pyproject's requires-python is the
-# main environment's 3.11; the fast backend needs only jax, numpy, scipy). CI runs
+# ntkrepro is put on the path with a .pth file pointing at src/ (the tests here import the whole source,
+# the papers' device code included, not an installed copy; the fast backend needs only jax, numpy, scipy,
+# and `pip install .` alone is checked by .ci/kernels-alone.sh). CI runs
 # tests/test_fast_kernels_golden.py and tests/test_gpu_run.py in it (.ci/run).
 #   bash envs/setup-current-jax.sh            # python3.12 from PATH
 #   PYTHON=/path/to/python3.12 bash envs/setup-current-jax.sh

@@ -6,7 +6,8 @@ Run from the repository root (any environment with jax, numpy and ``src/`` impor
 
 It needs only ``jax`` and ``numpy``: ``.venv-jax-current`` (Python 3.12, jax 0.11.2, no
 neural-tangents; ``bash envs/setup-current-jax.sh``) runs it in CI, and so does the main ``.venv``
-(jax 0.5.3) through ``tests/test_examples.py``. Where neural-tangents happens to be installed the
+(jax 0.5.3) through ``tests/test_examples.py``, and so does a fresh Python 3.12 venv holding only the
+package installed alone (``pip install .``: jax, numpy, scipy; ``bash .ci/kernels-alone.sh``). Where neural-tangents happens to be installed the
 last step also compares with its ``stax`` kernel (skipped otherwise). See ``docs/kernels.md``.
 
 What it does, in seconds on a CPU:

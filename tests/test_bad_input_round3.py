@@ -504,24 +504,24 @@ def test_sync_readme_refuses_what_is_not_a_claim_map(tmp_path, capsys, case):
     (["--budget-s", "inf"], "--budget-s must be a positive number"),
 ])
 def test_gpu_run_refuses_a_bad_budget(tmp_path, capsys, args, needle):
-    from ntkrepro.hron2020 import gpu_run
+    from ntkrepro.device import cli
 
     with pytest.raises(SystemExit) as ex:
-        gpu_run.main(["--out", str(tmp_path / "o"), *args])
+        cli.main(["--out", str(tmp_path / "o"), *args])
     assert ex.value.code == 2 and needle in capsys.readouterr().err
     assert not (tmp_path / "o" / "hron2020").exists()
 
 
 def test_gpu_run_bad_out_is_a_clear_error(tmp_path, capsys):
-    from ntkrepro.hron2020 import gpu_run
+    from ntkrepro.device import cli
 
     f = tmp_path / "file"
     f.write_text("x")
     with pytest.raises(SystemExit) as ex:
-        gpu_run.main(["--out", str(f)])
+        cli.main(["--out", str(f)])
     assert ex.value.code == 2 and "is a file, not a folder" in capsys.readouterr().err
     with pytest.raises(SystemExit) as ex:
-        gpu_run.main(["--out", str(f / "sub")])
+        cli.main(["--out", str(f / "sub")])
     assert ex.value.code == 2 and "cannot write there" in capsys.readouterr().err
 
 

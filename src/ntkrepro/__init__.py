@@ -9,6 +9,8 @@ Public modules (small, over shared helpers):
 * :mod:`ntkrepro.run` -- runs a compute function from a Snakemake rule and writes its results.
 * :mod:`ntkrepro.notebooks` -- executes a jupytext figure notebook with papermill.
 * :mod:`ntkrepro.report` -- the LaTeX replication report.
+* :mod:`ntkrepro.device` -- the prepared one-GPU call (plan, calibration, tiers), composing the papers'
+  device parts; :mod:`ntkrepro.clock` -- its clock (wall or process CPU time).
 
 One sub-package per paper: :mod:`ntkrepro.hron2020`, :mod:`ntkrepro.arda2026`,
 :mod:`ntkrepro.hazelden2026`, :mod:`ntkrepro.framework`.

@@ -6,7 +6,7 @@ what ``final_test`` does with its kernels -- the fit, the two-way bootstrap (n_b
 learning curve -- and one selection model's grid + validation refit, with each backend, on a
 synthetic PSD kernel (the times do not depend on the values); first call excluded (compiles), then
 the median of 3; wall and CPU time. Then scales to a whole run_h4 (both runs) by the counts of
-``ntkrepro.hron2020.gpu_run.count_h4``. ::
+``ntkrepro.hron2020.device_cost.count_h4``. ::
 
     PYTHONPATH=src .venv/bin/python workflow/scripts/compare_regression_backends.py [--config config/default.yaml]
 """
@@ -24,7 +24,8 @@ import numpy as np
 def main() -> None:
     import yaml
 
-    from ntkrepro.hron2020 import gpu_run
+    from ntkrepro.hron2020 import device_cost
+    from ntkrepro.hron2020.device_calibration import synthetic_psd
     from ntkrepro.hron2020.cifar10 import N_CLASSES, h4_resample_plans
     from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies
     from ntkrepro.kernels.device_regression import regression_backend
@@ -36,7 +37,7 @@ def main() -> None:
     params = yaml.safe_load(Path(args.config).read_text())["hron2020"]["H4"]
     n_t, n_v, n_s = int(params["n_train"]), int(params["n_val"]), int(params["n_test"])
     n_fit = n_t + n_v
-    k = gpu_run._psd(n_fit + n_s)
+    k = synthetic_psd(n_fit + n_s)
     rng = np.random.default_rng(0)
     y = np.eye(N_CLASSES)[rng.integers(0, N_CLASSES, n_fit + n_s)]
     yt = rng.integers(0, N_CLASSES, n_s)
@@ -71,7 +72,8 @@ def main() -> None:
                 cpus.append(time.process_time() - c0)
             out[f"{name}_{what}_wall_s"] = float(np.median(walls))
             out[f"{name}_{what}_cpu_s"] = float(np.median(cpus))
-    c = gpu_run.count_h4(params, {"n_train": n_t, "n_val": n_v, "n_test": n_s, "block_size": int(params["block_size"])})
+    c = device_cost.count_h4(params, {"n_train": n_t, "n_val": n_v, "n_test": n_s,
+                                      "block_size": int(params["block_size"])})
     for name in ("scipy", "jax"):
         for clock in ("wall", "cpu"):
             out[f"{name}_run_h4_{clock}_s"] = (c["final_models"] * out[f"{name}_final_model_{clock}_s"]

@@ -4,7 +4,7 @@
 # Needs python with jax (CUDA), numpy, scipy (flax + optax for H5, torch for A1's teacher inputs); the
 # data in DATA_ROOT (default ../shared/data, else shared/data). No neural-tangents, pyyaml, tqdm,
 # pandas, snakemake or network.
-# Runs the plan of ntkrepro.hron2020.gpu_run: calibration, then H4 t1000, H5's decisive cells
+# Runs the plan of ntkrepro.device (python -m ntkrepro.device): calibration, then H4 t1000, H5's decisive cells
 # (h5_decisive: config/decisive.yaml's H5, 250 epochs), A1's decisive cells (a1_decisive: the paper's
 # settings), H4 t2000, H4 t5000, H6 (800 / 200 / 800 reviews, length 128) -- each only if its
 # prediction fits the budget left (a decisive tier: cell by cell, the cells already in the repository's
@@ -19,7 +19,7 @@
 # What travels (64 MiB in all: the tracked files, ~2.4 MB, + the carried paths). The data do not sit
 # in the repository, and H6's GloVe table (80 MB + its vocabulary) would not fit, so prepare on the CPU
 # (from ../shared/data, nothing fetched; the pinned .venv has the GloVe wheel):
-#   PYTHONPATH=src .venv/bin/python -m ntkrepro.hron2020.device_inputs --out device-inputs
+#   PYTHONPATH=src .venv/bin/python -m ntkrepro.device.inputs --out device-inputs
 # -> device-inputs/ (git-ignored): the CIFAR-10 and IMDb subsets (22.1 + 3.9 MB) and the GloVe vectors
 # of the IMDb subset's 37,831 words that have one (6.3 MB zip; bit for bit the wheel's), with
 # device_inputs.json (sizes, sha256, whether it all fits: 34.7 MB with the tracked files, 2026-12-05).
@@ -44,7 +44,7 @@ PY=${PYTHON:-python3}
 OUT=${OUT:-.}
 BUDGET_S=${BUDGET_S:-420}
 # a whole number of seconds, checked before anything runs (bash arithmetic below takes nothing else:
-# 420.5, 1e9 or nan would never start gpu_run)
+# 420.5, 1e9 or nan would never start the call)
 if ! [[ "$BUDGET_S" =~ ^[0-9]{1,7}$ ]] || (( 10#$BUDGET_S == 0 )); then
   echo "gpu_h4.sh: BUDGET_S=$BUDGET_S is not a positive whole number of seconds (at most 9999999), e.g." \
        "BUDGET_S=420 (the default); nothing was run" >&2
@@ -57,7 +57,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 # the budget check stops starting tiers in time; timeout is the hard stop (finished tiers stay)
-timeout --signal=TERM --kill-after=10 $(( BUDGET_S + 60 )) "$PY" -m ntkrepro.hron2020.gpu_run \
+timeout --signal=TERM --kill-after=10 $(( BUDGET_S + 60 )) "$PY" -m ntkrepro.device \
   --out "$OUT/results-gpu" --cache "$cache" --budget-s "$BUDGET_S" --tiers "${TIERS:-gpu}" \
   ${DATA_ROOT:+--data-root "$DATA_ROOT"} || rc=$?
 ls -la "$OUT/results-gpu" || true

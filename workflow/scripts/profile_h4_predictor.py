@@ -1,6 +1,6 @@
 """Where run_h4's time goes at the smoke tiers, against predict_h4's parts (issue 30, item 2).
 
-Runs the ``smoke-h4`` plan of ntkrepro.hron2020.gpu_run (calibration, then cpu100 and cpu200) with
+Runs the ``smoke-h4`` plan of ntkrepro.device (calibration, then cpu100 and cpu200) with
 exclusive timers on every counted computation (kernel functions' first and later calls, the block
 cache, each regression call by its caller, the jitted calls by compiled shape: new or compiled
 before), and prints each part's prediction beside its measurement::
@@ -17,7 +17,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from ntkrepro.hron2020 import cifar10, gpu_run, regime
+from ntkrepro import clock
+from ntkrepro.device import call, config
+from ntkrepro.hron2020 import cifar10, regime
 from ntkrepro.kernels import device_regression as dr
 
 TOT = defaultdict(float)
@@ -33,11 +35,11 @@ def wrap(fn, label):
         parent = STACK[-1][0] if STACK else "-"
         lab = label.replace("@", "@" + parent) if "@" in label else label
         STACK.append([lab, 0.0])
-        t0 = gpu_run._now()
+        t0 = clock.now()
         try:
             return fn(*a, **k)
         finally:
-            el = gpu_run._now() - t0
+            el = clock.now() - t0
             _, child = STACK.pop()
             TOT[lab] += el - child
             CNT[lab] += 1
@@ -82,16 +84,16 @@ for nm in ("rows", "full"):
         def g(*a):
             import jax
             key = (nm,) + tuple(tuple(x.shape) for x in a)
-            t0 = gpu_run._now()
+            t0 = clock.now()
             out = f(*a)
             jax.block_until_ready(out)
-            JIT.append((PHASE[0], key, gpu_run._now() - t0, key not in SEEN))
+            JIT.append((PHASE[0], key, clock.now() - t0, key not in SEEN))
             SEEN.add(key)
             return out
         return g
     _j[nm] = mk(_j[nm], nm)
 
-orig_tier = gpu_run._run_h4_tier
+orig_tier = call.run_h4_tier  # the H4 tier runner as the call sees it (ntkrepro.hron2020.device_tiers)
 REPORT = {}
 
 
@@ -100,20 +102,20 @@ def tier(name, *a, **k):
     CNT.clear()
     ON[0] = True
     PHASE[0] = name
-    t0 = gpu_run._now()
+    t0 = clock.now()
     try:
         rec = orig_tier(name, *a, **k)
     finally:
         ON[0] = False
-    REPORT[name] = {"wall": gpu_run._now() - t0, "rec_wall": rec["measured_s"],
+    REPORT[name] = {"wall": clock.now() - t0, "rec_wall": rec["measured_s"],
                     "pred": rec["predicted_realised_s"], "tot": dict(TOT), "cnt": dict(CNT)}
     return rec
 
 
-gpu_run._run_h4_tier = tier
+call.run_h4_tier = tier
 out = Path(sys.argv[1])
-gpu_run.CLOCK["name"] = sys.argv[2] if len(sys.argv) > 2 else "wall"  # wall | cpu
-rec = gpu_run.run(out, 3000, gpu_run.default_data_root(), "smoke-h4")
+clock.CLOCK["name"] = sys.argv[2] if len(sys.argv) > 2 else "wall"  # wall | cpu
+rec = call.run(out, 3000, config.default_data_root(), "smoke-h4")
 REPORT["calibration"] = rec["calibration"]
 REPORT["jit"] = JIT
 REPORT["calibration_wall_s"] = rec["calibration_wall_s"]

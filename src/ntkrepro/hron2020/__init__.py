@@ -13,4 +13,7 @@ Modules (computation only; every criterion is in :mod:`.claims`):
 * :mod:`.imdb` -- H6: IMDb with GloVe, variable-length NNGP/NTK kernels.
 * :mod:`.benchmark` -- benchmarks of the kernel models (both backends) and the paper-scale plan.
 * :mod:`.claims` -- the pre-registered criteria of H1-H6 (with their amendment log).
+* :mod:`.device_calibration`, :mod:`.device_cost`, :mod:`.device_tiers` -- H4, H5 and H6 on the one-GPU
+  call: calibration, cost models, tier runners (composed by :mod:`ntkrepro.device`); :mod:`.gpu_run` and
+  :mod:`.device_inputs` are the old names of ``python -m ntkrepro.device`` and ``... ntkrepro.device.inputs``.
 """

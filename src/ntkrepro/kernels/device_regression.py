@@ -26,7 +26,7 @@ gathering the test-train kernel.
 :func:`regression_backend` returns the backend a compute function asks for by name (params key
 ``regression_backend``: ``"scipy"``, the default, or ``"jax"``); both backends have the same
 methods, and every regression either performs is counted in :attr:`counts` (``{n: fits}``) and in
-:data:`TALLY`, which is what :mod:`ntkrepro.hron2020.gpu_run` checks its predictor against.
+:data:`TALLY`, which is what the device call (:mod:`ntkrepro.hron2020.device_tiers`) checks its predictor against.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ DEFAULT_CPU_BATCH_BYTES = 512 * 2 ** 20
 MAX_JITTER = 1e-2
 BACKENDS = ("scipy", "jax")
 #: Every regression any backend performed in this process, ``{n: fits}`` (reset it to start a tally;
-#: :mod:`ntkrepro.hron2020.gpu_run` compares it with its predictor's count).
+#: :mod:`ntkrepro.hron2020.device_tiers` compares it with its predictor's count).
 TALLY: Counter[int] = Counter()
 
 
