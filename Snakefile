@@ -18,7 +18,7 @@ from ntkrepro.configcheck import (
 )
 from ntkrepro.papers import PAPERS
 from ntkrepro.provenance import configfiles_missing_keys
-from ntkrepro.decisive import is_overlay
+from ntkrepro.decisive_cells import is_overlay
 
 min_version("9.0")
 

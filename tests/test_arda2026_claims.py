@@ -85,7 +85,8 @@ def test_a1_width_fixed_control(control, rejected):
 def test_a1_substitutes_listed_at_reduced_scale():
     small = dict(A1_PARAMS, n=1000, steps=400, seeds=[1, 2])
     subs = get_claim("A1").evaluate(a1(GOOD, params=small), "default").substitutes
-    assert any("n=1000" in s for s in subs) and any("steps=400" in s for s in subs) and any("seeds=2" in s for s in subs)
+    assert any("n=1000" in s for s in subs) and any("steps=400" in s for s in subs)
+    assert any("seeds=2" in s for s in subs)
     assert not any("n=" in s for s in get_claim("A1").evaluate(a1(GOOD), "paper").substitutes)
 
 
@@ -172,7 +173,8 @@ def test_a2_curvature_and_power_growth_control_exact():
         k = scaling.relative_curvature(n, 2.0 * n**p)
         assert p**2 <= k < 1.2 * p**2
     err = _a2_errors(np.log, NS, WIDTHS, noise=0.0)
-    ms = scaling.sample_size_analysis(NS, WIDTHS, scaling.power_growth_errors(NS, WIDTHS, err, 0.4), 20, seed=0)["m_star"]
+    errors = scaling.power_growth_errors(NS, WIDTHS, err, 0.4)
+    ms = scaling.sample_size_analysis(NS, WIDTHS, errors, 20, seed=0)["m_star"]
     assert np.allclose(ms, ms[0] * (n / n[0]) ** 0.4, rtol=1e-6)
 
 
@@ -186,7 +188,8 @@ def a3_kind(sl, ratio=TRAINED):
     m = {k: {"slope": iv(*sl), "mean": [1e-4, 1e-4, 1e-4]}
          for k in ("min_train_loss", "normalised_loss", "initial_loss")}
     mean, high, slope = ratio
-    m["loss_over_initial"] = {"slope": iv(*slope), "mean": mean, "ci_low": [2 * v - h for v, h in zip(mean, high)], "ci_high": high}
+    m["loss_over_initial"] = {"slope": iv(*slope), "mean": mean, "ci_low": [2 * v - h for v, h in zip(mean, high)],
+                              "ci_high": high}
     return {"metrics": m, "slope_label_var": iv(-1, -1.2, -0.8), "T_values": [4, 16, 64],
             "teachers": [1, 2, 3, 4], "seeds": [1, 2, 3, 4]}
 
@@ -332,7 +335,8 @@ def test_a3_hierarchical_interval_carries_teacher_variance(tmp_path):
         write_json(f, {"rows": rows})
         prm = {"shard_files": [str(f)], "n_boot": 400, "teacher": TEACHER, "m": 64, "n": 100, "steps": 10,
                "compare_kinds": []}
-        return scaling.aggregate_a3(prm, RunContext(scale="smoke"))["kinds"]["authors"]["metrics"]["min_train_loss"]["slope"]
+        agg = scaling.aggregate_a3(prm, RunContext(scale="smoke"))
+        return agg["kinds"]["authors"]["metrics"]["min_train_loss"]["slope"]
 
     tight, wide = run(0.0), run(0.8)
     assert tight["ci_high"] - tight["ci_low"] < 0.1 and tight["ci_high"] < 0.1     # seeds only: decided

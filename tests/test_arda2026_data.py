@@ -106,7 +106,8 @@ def test_aggregations_on_synthetic_shards(tmp_path):
         for s in seeds:
             teacher_level = level * np.exp(rng.normal())
             for m in widths:
-                row = {"kind": kind, "seed": s, "m": m, "n": 100, "T": 4, "label_stats": {"mean_y2": level, "var": level},
+                row = {"kind": kind, "seed": s, "m": m, "n": 100, "T": 4,
+                       "label_stats": {"mean_y2": level, "var": level},
                        **{k: float(teacher_level * m**-0.5 * np.exp(0.01 * rng.normal()))
                           for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss", "val_loss")}}
                 if kind == "authors":
@@ -261,7 +262,8 @@ def test_aggregate_a1_refuses_metrics_on_different_seed_grids(tmp_path):
     t = {"kind": "authors", "R": 4, "nu": 3.0, "n_mc": 64}
     rows = [{"kind": kind, "seed": s, "m": m, "n": 100, "T": 4, "label_stats": {"mean_y2": 1.0, "var": 1.0},
              **{k: float(m**-0.5) for k in ("min_train_loss", "final_train_loss", "approx_error", "initial_loss",
-                                              "val_loss")}, **({"lin_error": float(m**-0.5)} if kind == "authors" else {})}
+                                              "val_loss")},
+             **({"lin_error": float(m**-0.5)} if kind == "authors" else {})}
             for kind, seeds in (("authors", (1, 2, 3)), ("paper", (1, 2))) for s in seeds for m in (8, 16, 32)]
     write_json(tmp_path / "a1.json", {"rows": rows})
     prm = {"shard_files": [str(tmp_path / "a1.json")], "n_boot": 100, "teacher": t, "compare_kinds": ["paper"]}

@@ -404,8 +404,8 @@ def test_verify_names_a_broken_cell_without_traceback(tmp_path, capsys, case, ne
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (lambda d: d["decisive"].__setitem__("max_file_bytes", "abc"), "decisive.max_file_bytes must be a positive whole "
-                                                                   "number of bytes (1048576 = 1 MiB), got 'abc' (text)"),
+    (lambda d: d["decisive"].__setitem__("max_file_bytes", "abc"),
+     "decisive.max_file_bytes must be a positive whole number of bytes (1048576 = 1 MiB), got 'abc' (text)"),
     (lambda d: d.__setitem__("decisive", [1, 2]), "`decisive` is a list, not a mapping"),
     (lambda d: d["decisive"].__setitem__("claims", ["A1"]), "decisive.claims is a list"),
     (lambda d: d["decisive"]["claims"]["A1"].pop("section"), "decisive.claims.A1: a `run` claim needs section"),

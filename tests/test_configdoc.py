@@ -67,8 +67,8 @@ def test_schema_walk_and_types_on_a_small_schema():
               "properties": {"a": {"$ref": "#/$defs/pos"},
                              "b": {"oneOf": [{"type": "null"},
                                              {"type": "object", "properties": {"c": {"enum": ["x", "y"]}}}]},
-                             "d": {"type": "array", "items": {"type": "object", "properties": {"e": {"type": "number",
-                                                                                                    "exclusiveMinimum": 0}}}}}}
+                             "d": {"type": "array", "items": {"type": "object", "properties": {
+                                 "e": {"type": "number", "exclusiveMinimum": 0}}}}}}
     keys = {".".join(p): n for p, n in configdoc.schema_keys(schema)}
     assert list(keys) == ["a", "b", "b.c", "d", "d.[].e"]
     assert keys["a"]["description"] == "a size"

@@ -14,9 +14,10 @@ import pytest
 
 from ntkrepro import ledger, report
 from ntkrepro.ledger import Amendment, ClaimSpec, Evaluation, Verdict, make_entry, verdict_of
-from ntkrepro.stats import (Interval, Status, at_least, at_most, bootstrap_slope, combine, equivalence, hierarchical_bootstrap,
-                            hierarchical_resample, paired_bootstrap, paired_test_power, permutation_test,
-                            power_line, rel_frobenius, sign_test, slope_statistic, spearman, spearman_ci)
+from ntkrepro.stats import (Interval, Status, at_least, at_most, bootstrap_slope, combine, equivalence,
+                            hierarchical_bootstrap, hierarchical_resample, paired_bootstrap, paired_test_power,
+                            permutation_test, power_line, rel_frobenius, sign_test, slope_statistic, spearman,
+                            spearman_ci)
 
 
 # ------------------------------------------------------------------------- one-sided, equivalence

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from snakemake.utils import validate
 
-from ntkrepro import decisive, ledger
+from ntkrepro import decisive, decisive_cells, ledger
 from ntkrepro.io import TamperedFileError, read_json, seal, to_jsonable, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_compute_code_hash_changes_with_the_compute_code(monkeypatch):
     h = decisive.code_hash_of(["ntkrepro.decisive:cells"])
     assert h == decisive.code_hash_of(["ntkrepro.decisive:cells"])
     assert h != decisive.code_hash_of(["ntkrepro.decisive:cell_name"])
-    monkeypatch.setattr(decisive, "_source", lambda ref: "changed")
+    monkeypatch.setattr(decisive_cells, "_source", lambda ref: "changed")
     assert decisive.code_hash_of(["ntkrepro.decisive:cells"]) != h
 
 
@@ -202,7 +202,7 @@ def test_entry_table_and_check_show_the_archived_run(tmp_path, monkeypatch):
     spec = _spec()
     rec = decisive.judge("A1", spec, _archive(tmp_path, spec), code_hash=CODE)
     rec = json.loads(json.dumps(rec))
-    monkeypatch.setattr(decisive, "compute_code_hash", lambda claim: CODE)
+    monkeypatch.setattr(decisive_cells, "compute_code_hash", lambda claim: CODE)
     entry, p = _entry_with(tmp_path, rec, monkeypatch)
     assert entry["decisive"]["state"] == "complete" and entry["decisive"]["verdict"] == "reproduced"
     row = ledger.table_rows([entry])[0]
@@ -213,14 +213,18 @@ def test_entry_table_and_check_show_the_archived_run(tmp_path, monkeypatch):
     md = (tmp_path / "t.md").read_text()
     assert "| default (this run) | decisive run (archived: device, date, commit) |" in md
     assert "reproduced (CPU, 2026-12-04, 0123456)" in (tmp_path / "t.tex").read_text()
-    assert ledger.check_decisive(entry) == []
-    # a hand-edited archived cell: ledger check refuses it
+    assert ledger.check_decisive(entry) == [] and decisive.check_entry(entry) == []
+    # a hand-edited archived cell: ledger check finds the broken hash chain, decisive verify refuses the cell
     cell = Path(next(iter(rec["cells_sha256"])))
     data = read_json(cell)
     data["rows"][0]["approx_error"] = 1e-9
     write_json(cell, data)
     problems = ledger.check_decisive(entry)
+    assert problems == [f"A1: archived cell {cell} changed after the decisive evaluation read it; rerun snakemake"]
+    problems = decisive.check_entry(entry)
     assert problems and "refused" in problems[0] and cell.name in problems[0]
+    cell.unlink()
+    assert ledger.check_decisive(entry) == [f"A1: archived cell {cell} is missing"]
 
 
 def test_check_flags_a_stale_cell_used_under_a_verdict(tmp_path, monkeypatch):
@@ -228,15 +232,40 @@ def test_check_flags_a_stale_cell_used_under_a_verdict(tmp_path, monkeypatch):
     rec = json.loads(json.dumps(decisive.judge("A1", spec, _archive(tmp_path, spec), code_hash=CODE)))
     entry, _ = _entry_with(tmp_path, rec, monkeypatch)
     # today's compute code differs from the cells': the entry says "complete" -> check names them STALE
-    monkeypatch.setattr(decisive, "compute_code_hash", lambda claim: "f" * 64)
-    problems = ledger.check_decisive(entry)
+    monkeypatch.setattr(decisive_cells, "compute_code_hash", lambda claim: "f" * 64)
+    problems = decisive.check_entry(entry)
     assert problems and all("STALE" in q for q in problems) and len(problems) == 24
+    assert ledger.check_decisive(entry) == []  # the ledger checks the hash chain; staleness is decisive verify's
     # an entry whose decisive field was edited by hand
-    monkeypatch.setattr(decisive, "compute_code_hash", lambda claim: CODE)
+    monkeypatch.setattr(decisive_cells, "compute_code_hash", lambda claim: CODE)
     entry["decisive"]["verdict"] = "not_reproduced"
     assert any("differs" in q for q in ledger.check_decisive(entry))
+    assert any("differs" in q for q in decisive.check_entry(entry))
     # a decisive field without the hash chain
     assert ledger.check_decisive({"id": "A1", "decisive": {"state": "complete"}})
+
+
+def test_verify_claims_dir_checks_the_entries_decisive_cells(tmp_path, monkeypatch, capsys):
+    """``decisive verify --claims-dir`` runs :func:`decisive.check_entry` on each ledger entry: what ``ledger
+    check`` leaves above the ledger (a STALE cell under a verdict)."""
+    spec = _spec()
+    arch = _archive(tmp_path, spec)
+    rec = json.loads(json.dumps(decisive.judge("A1", spec, arch, code_hash=CODE)))
+    entry, _ = _entry_with(tmp_path, rec, monkeypatch)
+    claims = tmp_path / "claims"
+    write_json(claims / "A1.json", entry)
+    plan = {"decisive": {"archive": str(arch), "max_file_bytes": 1 << 20, "claims": {"A1": spec}}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+    monkeypatch.setattr(decisive_cells, "compute_code_hash", lambda claim: CODE)
+    args = ["verify", "--plan", str(tmp_path / "plan.yaml"), "--claims-dir", str(claims)]
+    assert decisive.main(args) == 0
+    assert f"{claims / 'A1.json'}: decisive field ok" in capsys.readouterr().out
+    monkeypatch.setattr(decisive_cells, "compute_code_hash", lambda claim: "f" * 64)
+    assert decisive.main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("PROBLEM A1: archived cell") == 24 and "is STALE" in err
+    assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml"), "--claims-dir", str(tmp_path / "no")]) == 1
+    assert "no such folder of ledger entries" in capsys.readouterr().err
 
 
 def test_no_archive_no_column():
@@ -273,7 +302,8 @@ def test_decide_dry_run_plans_one_job_per_missing_cell(tmp_path):
         assert f"decisive_cell {missing}" in " ".join(text.split())
         assert "F6 (undecidable" in text  # the decide job's message names the claims it cannot run
     else:  # every planned cell archived (A1, A4, H5 since 2026-12-05): nothing to compute
-        assert "Nothing to be done" in text and "decisive_cell " not in " ".join(text.split()).replace("metadata: decisive_cell", "")
+        assert "Nothing to be done" in text
+        assert "decisive_cell " not in " ".join(text.split()).replace("metadata: decisive_cell", "")
 
 
 def test_report_shows_the_decisive_run_beside_this_run(tmp_path, render_report):
@@ -301,7 +331,7 @@ def test_verify_cli_lists_and_deletes_stale_cells_and_refuses_edited_ones(tmp_pa
     arch = _archive(tmp_path, spec)
     plan = {"decisive": {"archive": str(arch), "max_file_bytes": 1 << 20, "claims": {"A1": spec}}}
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
-    monkeypatch.setattr(decisive, "compute_code_hash", lambda claim: CODE)
+    monkeypatch.setattr(decisive_cells, "compute_code_hash", lambda claim: CODE)
     assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml")]) == 0
     stale = _write_cell(arch, spec, decisive.cells(spec)[3], code="1" * 64)
     assert decisive.main(["verify", "--plan", str(tmp_path / "plan.yaml")]) == 0

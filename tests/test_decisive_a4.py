@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ntkrepro import decisive, ledger
+from ntkrepro import decisive, decisive_cells, ledger
 from ntkrepro.arda2026 import forecasting
 from ntkrepro.arda2026.scaling import seed_groups
 from ntkrepro.io import TamperedFileError, read_json, write_json
@@ -94,7 +94,8 @@ def test_a4_cells_judged_like_the_default_path_on_the_same_seeds(tiny_archive):
     assert cell["cell"] == {"chunk": 2, "seeds": [3, 4]} and [t["L"] for t in cell["tasks"]] == [2, 4]
     assert cell["compute_code"] == decisive.compute_code_hash("A4") and cell["cpu_seconds"] > 0
     # the default path: its shards (seed groups of 2, as the cells), its aggregate, the same criterion
-    section = {**{k: v for k, v in TINY.items() if k not in ("seeds_per_cell", "chunks")}, "seeds_per_job": 2, "jobs": 2}
+    section = {**{k: v for k, v in TINY.items() if k not in ("seeds_per_cell", "chunks")}, "seeds_per_job": 2,
+               "jobs": 2}
     shards = []
     for k in range(forecasting.n_shards(section)):
         p = Path(rec["archive"]).parent / f"shard{k}.json"
@@ -120,7 +121,7 @@ def test_a4_stale_cell_is_labelled_and_never_used(tiny_archive, tmp_path, monkey
     # an edit of a function in COMPUTE_CODE["A4"] changes the hash the judge compares with
     h = decisive.compute_code_hash("A4")
     real = decisive._source
-    monkeypatch.setattr(decisive, "_source", lambda ref: real(ref) + ("#" if ref.endswith(":run_point") else ""))
+    monkeypatch.setattr(decisive_cells, "_source", lambda ref: real(ref) + ("#" if ref.endswith(":run_point") else ""))
     assert decisive.compute_code_hash("A4") != h
     assert decisive.judge("A4", _spec(), arch)["state"] == decisive.STALE
 
@@ -152,7 +153,8 @@ def test_fill_writes_the_missing_cells_as_decide_does(tiny_archive, tmp_path):
     accepts, skips archived ones, and its cells equal those of ntkrepro.run (same numbers)."""
     arch = tmp_path / "archive"
     spec = _spec()
-    assert decisive.fill("A4", spec, arch, max_cells=1, log=lambda s: None) == [decisive.cell_path(arch, "A4", "chunk01")]
+    first = decisive.fill("A4", spec, arch, max_cells=1, log=lambda s: None)
+    assert first == [decisive.cell_path(arch, "A4", "chunk01")]
     assert [p.name for p in decisive.fill("A4", spec, arch, log=lambda s: None)] == ["chunk02.json"]
     assert decisive.fill("A4", spec, arch) == []  # resumable: nothing left
     rec = decisive.judge("A4", spec, arch)

@@ -170,8 +170,10 @@ def test_h5_cell_and_aggregate_refuse_bad_input(tmp_path):
     write_json(tmp_path / "a.json", {"base": base, "runs": [run("none", 0), run("output", 0)], "control_runs": []})
     write_json(tmp_path / "b.json", {"base": base, "runs": [run("none", 1)], "control_runs": []})
     with pytest.raises(ValueError, match="exactly once"):
-        h5.aggregate_h5({"shard_files": [str(tmp_path / "a.json"), str(tmp_path / "b.json")]}, RunContext(scale="smoke"))
+        h5.aggregate_h5({"shard_files": [str(tmp_path / "a.json"), str(tmp_path / "b.json")]},
+                        RunContext(scale="smoke"))
     write_json(tmp_path / "b.json", {"base": {**base, "epochs": 250}, "runs": [run("none", 1), run("output", 1)],
                                      "control_runs": []})
     with pytest.raises(ValueError, match="epochs"):
-        h5.aggregate_h5({"shard_files": [str(tmp_path / "a.json"), str(tmp_path / "b.json")]}, RunContext(scale="smoke"))
+        h5.aggregate_h5({"shard_files": [str(tmp_path / "a.json"), str(tmp_path / "b.json")]},
+                        RunContext(scale="smoke"))

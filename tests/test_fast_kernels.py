@@ -232,7 +232,8 @@ def test_symmetric_blocks(model_fn, x, kw):
         for g in ref:
             scale = np.max(np.abs(ref[g]))
             assert np.max(np.abs(got[g] - ref[g])[off]) / scale <= TOL[dtype], (g, dtype)
-            assert np.max(np.abs(np.diag(got[g]) - np.diag(ref[g]))) / scale <= {np.float32: 1e-4, np.float64: 1e-7}[dtype]
+            diag_tol = {np.float32: 1e-4, np.float64: 1e-7}[dtype]
+            assert np.max(np.abs(np.diag(got[g]) - np.diag(ref[g]))) / scale <= diag_tol
             assert np.max(np.abs(got[g] - got[g].T)) / scale <= 10 * np.finfo(dtype).eps
             eig = np.linalg.eigvalsh((got[g] + got[g].T).astype(np.float64) / 2)
             assert eig.min() >= -100 * np.finfo(dtype).eps * eig.max(), (g, dtype, eig.min())
@@ -350,7 +351,8 @@ def test_h6_model_kernel_fn_of_both_backends_agree(family, depth):
 
     params = {"filter_size": K9, "W_pos_emb_std": float(CFG["default"]["H6"]["W_pos_emb_std"])}
     x1, x2 = reviews([20, 9, 14], 24, 70), reviews([17, 24], 24, 71)
-    ref = h6.model_kernel_fn(family, depth, {**params, "kernel_backend": "nt"})(x1, x2, ("nngp", "ntk"), mask_constant=C)
+    ref = h6.model_kernel_fn(family, depth, {**params, "kernel_backend": "nt"})(x1, x2, ("nngp", "ntk"),
+                                                                               mask_constant=C)
     got = h6.model_kernel_fn(family, depth, {**params, "kernel_backend": "fast"})(x1, x2, ("nngp", "ntk"),
                                                                                 mask_constant=C)
     for g in ("nngp", "ntk"):

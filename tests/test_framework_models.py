@@ -65,7 +65,8 @@ def test_empirical_ntk_approaches_infinite_width_ntk():
         spec = models.BlockSpec(width=w, n_heads=2)
         inf = models.infinite_ntk(spec, x)
         fn = models.fast_ntk_fn(spec)
-        errs[w] = np.median([relative_frobenius(np.asarray(fn(models.init_params(spec, jax.random.PRNGKey(s), x), x)), inf)
+        errs[w] = np.median([relative_frobenius(np.asarray(fn(models.init_params(spec, jax.random.PRNGKey(s), x), x)),
+                                                inf)
                              for s in range(3)])
     assert errs[512] < 0.25
     assert errs[512] < errs[8] / 3

@@ -85,7 +85,8 @@ def test_run_f4_per_sequence_and_deterministic():
 def test_run_f6_variants_deterministic_and_trains():
     V = ["base", "no_pos_enc", "identity_attention", "no_attention"]
     p = dict(d_in=4, seq_len=4, n_train=4, n_test=4, n_probe=2, widths=[4, 8, 16], n_heads=2, n_seeds=2, steps=20,
-             lr=0.2, layernorm=True, pos_enc=True, activation="gelu", teacher_length=2.0, variants=V, n_boot=100, seed=0)
+             lr=0.2, layernorm=True, pos_enc=True, activation="gelu", teacher_length=2.0, variants=V, n_boot=100,
+             seed=0)
     r1 = training.run_f6(p, RunContext(scale="smoke"))
     r2 = training.run_f6(p, RunContext(scale="smoke"))
     assert r1["variants"] == V

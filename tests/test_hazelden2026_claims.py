@@ -354,7 +354,8 @@ def test_g4_judges_the_examples_state_on_the_examples_model():
     """A result of another state or model is labelled a substitute; the slack needed is reported."""
     ev = claims.evaluate_g4(g4(lambda x: 1.1 * x, noise=0.01), "default")
     assert not any("instead of" in t for t in ev.substitutes)
-    assert ev.measured["slack_mult_needed"] == pytest.approx(1.1 - 1 / (0.8 * DIMS[-1]), abs=0.02)  # (1.1 PR_x - 1) / PR_x
+    # (1.1 PR_x - 1) / PR_x
+    assert ev.measured["slack_mult_needed"] == pytest.approx(1.1 - 1 / (0.8 * DIMS[-1]), abs=0.02)
     assert ev.measured["slack_mult_needed"] < claims.G4_SLACK_MULT and "3 x h0" in ev.reason
     ev = claims.evaluate_g4(g4(lambda x: 1.1 * x, noise=0.01, state="mlp_hidden", arch="residual"), "default")
     assert sum("instead of" in t for t in ev.substitutes) == 2

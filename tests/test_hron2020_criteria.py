@@ -65,7 +65,8 @@ def _h1(kappa, sd, n=100000, seed=0):
     for h, k, s in zip(H1_HEADS, kappa, np.broadcast_to(sd, len(kappa))):
         reps = k + s * rng.standard_normal(400)
         rows.append({"heads": h, "n_draws": n, "variance": 1.0,
-                     "kurtosis": Interval(k, float(np.quantile(reps, 0.025)), float(np.quantile(reps, 0.975))).as_dict(),
+                     "kurtosis": Interval(k, float(np.quantile(reps, 0.025)),
+                                          float(np.quantile(reps, 0.975))).as_dict(),
                      "kurtosis_boot": reps.tolist(), "ks": Interval(0.01, 0.008, 0.012).as_dict()})
     return {"H1_gaussianity": {"per_heads": rows, "ks_null_95": 0.01, "ks_draws": 1000, "n_draws": [n] * len(rows),
                                "d": 1000, "seq_len": 8, "provenance": {},
@@ -262,7 +263,7 @@ def test_h2_entry_rejects_its_control_and_is_uninformative_when_the_control_pass
     both = make_entry("H2", _h2_entry_results(-0.5, (0.003, 0.002, 0.004)), scale="smoke")
     assert both["controls"][0]["verdict"] == "reproduced"
     assert both["criterion_verdict"] == "reproduced" and both["verdict"] == "inconclusive"
-    assert f"holds in 'sqrt_scaling' too" in both["reason"] and UNINFORMATIVE in both["reason"]
+    assert "holds in 'sqrt_scaling' too" in both["reason"] and UNINFORMATIVE in both["reason"]
 
 
 # ============================================================================================ H3
@@ -632,7 +633,8 @@ def test_h6_uses_the_final_table_when_present():
 
 def test_h6_substitutes_label_reduced_runs():
     r = _h6(0.8, 0.8, 0.8)["H6_imdb"]
-    r["protocol"].update(n_train=200, seq_len=64, archive_sha256="946775c79fc88d7450a8575a03076f4d670a576d556e5e2f4608218b59ef44f4")
+    r["protocol"].update(n_train=200, seq_len=64,
+                         archive_sha256="946775c79fc88d7450a8575a03076f4d670a576d556e5e2f4608218b59ef44f4")
     subs = claims.h6_substitutes(r)
     assert any("reduced protocol 200/" in s for s in subs) and any("not the official" in s for s in subs)
     assert any("final table was not run" in s for s in subs)

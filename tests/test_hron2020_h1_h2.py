@@ -1,7 +1,6 @@
 """H1/H2: the exact sampler against neural-tangents, kurtosis and KS helpers (criteria: test_hron2020_criteria.py)."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
@@ -42,7 +41,8 @@ def test_sampler_detects_a_wrong_scaling():
 def test_logit_products_have_wishart_moments():
     """E[(Z_Q Z_K^T)_{ij}^2] = d_k for the Bartlett path and the direct path alike."""
     for dk in (3, 50):
-        p = jax.vmap(lambda k: attention.sample_logit_products(k, 4, dk))(jax.random.split(jax.random.PRNGKey(0), 20000))
+        keys = jax.random.split(jax.random.PRNGKey(0), 20000)
+        p = jax.vmap(lambda k: attention.sample_logit_products(k, 4, dk))(keys)
         np.testing.assert_allclose(np.mean(np.asarray(p) ** 2), dk, rtol=0.03)
 
 

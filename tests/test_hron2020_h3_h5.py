@@ -1,4 +1,5 @@
-"""H3-H5 (Hron et al. 2020): model wiring vs analytic identities, estimators, training (criteria: test_hron2020_criteria.py)."""
+"""H3-H5 (Hron et al. 2020): model wiring vs analytic identities, estimators, training
+(criteria: test_hron2020_criteria.py)."""
 
 from pathlib import Path
 

@@ -1,4 +1,5 @@
-"""H6 (Hron et al. 2020, IMDb): model kernels, variable-length masking, the run (criterion: test_hron2020_criteria.py)."""
+"""H6 (Hron et al. 2020, IMDb): model kernels, variable-length masking, the run
+(criterion: test_hron2020_criteria.py)."""
 
 from pathlib import Path
 

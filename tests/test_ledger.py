@@ -53,7 +53,8 @@ def test_make_entry_has_required_keys_and_is_json():
                 "substitutes", "data", "figures"):
         assert key in e
     assert e["verdict"] == "reproduced" and e["criterion_verdict"] == "reproduced"
-    assert [(c["name"], c["verdict"], c["rejected"]) for c in e["controls"]] == [("sqrt_scaling", "not_reproduced", True)]
+    assert [(c["name"], c["verdict"], c["rejected"]) for c in e["controls"]] == [
+        ("sqrt_scaling", "not_reproduced", True)]
     json.dumps(e)
     # the same fake whose control collapses too: the criterion does not reject it, the claim is capped
     capped = make_entry("H2", _fake_h2(-0.5, -0.5, last=0.003, control_slope=-0.5), scale="smoke")

@@ -1,7 +1,6 @@
 """Figure notebooks are jupytext sources with a parameters cell; the report renders from the ledger."""
 
 import ast
-import json
 import re
 from pathlib import Path
 
@@ -127,7 +126,8 @@ def test_ledger_cli_evaluate_entry_table_check(tmp_path, capsys):
     claims = tmp_path / "claims"
     ev = claims / "evaluations" / "H2.json"
     assert ledger.main(["evaluate", "H2", "--results", str(res), "--scale", "smoke", "--out", str(ev)]) == 0
-    assert ledger.main(["entry", "H2", "--evaluation", str(ev), "--figures", "f.png", "--out", str(claims / "H2.json")]) == 0
+    assert ledger.main(["entry", "H2", "--evaluation", str(ev), "--figures", "f.png",
+                        "--out", str(claims / "H2.json")]) == 0
     e, v = read_json(claims / "H2.json"), read_json(ev)
     assert e["figures"] == ["f.png"] and "figures" not in v
     assert (e["verdict"], e["measured"], e["substitutes"]) == (v["verdict"], v["measured"], v["substitutes"])
@@ -140,8 +140,10 @@ def test_ledger_cli_evaluate_entry_table_check(tmp_path, capsys):
     assert ledger.main(table + ["--expected", "H2", "H3"]) == 1  # the DAG expects a claim with no entry
     assert ledger.main(table + ["--expected", "H2"]) == 0
     csv = Path(out["csv"]).read_text().splitlines()
-    assert csv[0].startswith("id,paper,statement,verdict,control,stable") and len(csv) == 2 and "global average pooling" in csv[1]
-    assert r"\rowcolor" in Path(out["tex"]).read_text() and read_json(claims / "index.json") == {"claims": ["H2"], "replicates": {"H2": 1}}
+    assert csv[0].startswith("id,paper,statement,verdict,control,stable") and len(csv) == 2
+    assert "global average pooling" in csv[1]
+    assert r"\rowcolor" in Path(out["tex"]).read_text()
+    assert read_json(claims / "index.json") == {"claims": ["H2"], "replicates": {"H2": 1}}
     assert ledger.main(["check", "--claims-dir", str(claims)]) == 0
     write_json(claims / "H2.json", {**e, "verdict": "maybe"})
     capsys.readouterr()
@@ -180,7 +182,9 @@ def test_paper_sentence_comes_from_quote_criterion_or_statement():
     from ntkrepro.ledger import ClaimSpec
 
     assert ClaimSpec("X1", "hron2020", "s", "c", quote="Q").paper_sentence() == "Q"
-    assert ClaimSpec("X1", "hron2020", "s", 'Paper, Sec. 2: "a b c" then more').paper_sentence() == 'Paper, Sec. 2: "a b c"'
+    assert (ClaimSpec("X1", "hron2020", "s", 'Paper, Sec. 2: "a b c" then more').paper_sentence()
+            == 'Paper, Sec. 2: "a b c"')
     assert (ClaimSpec("X1", "hron2020", "the model's loss 'is flat over all the lags' (Fig. 2)", "c").paper_sentence()
             == '"is flat over all the lags"')
-    assert ClaimSpec("X1", "hron2020", "the transformer's loss is flat while the RNN's grows", "c").paper_sentence() == ""
+    assert ClaimSpec("X1", "hron2020", "the transformer's loss is flat while the RNN's grows",
+                     "c").paper_sentence() == ""

@@ -37,7 +37,8 @@ def test_tiny_plan_end_to_end(tmp_path):
     out = plan.run_paper_scale_plan({"h4": h4, "h6": h6, "n": 2, "repeats": 1},
                                     RunContext(scale="paper", outputs={"markdown": str(md)}))
     json.dumps(out)
-    # H4: 2 families x depths {1, 2}; pairs of the five kernels: 20x20 sym (b=10: 3 blocks), 10x20, 10x10 sym, 10x20, 10x10
+    # H4: 2 families x depths {1, 2}; pairs of the five kernels: 20x20 sym (b=10: 3 blocks), 10x20, 10x10 sym,
+    # 10x20, 10x10
     h4_rows = [r for r in out["rows"] if r["rule"].startswith("H4")]
     assert {(r["family"], r["depth"]) for r in h4_rows} == {("gap", 1), ("gap", 2), ("struct", 1), ("struct", 2)}
     assert all(r["pairs"] == 300 + 200 + 100 + 200 + 100 for r in h4_rows)

@@ -269,4 +269,5 @@ def test_headline_of_a_permutation_test_shows_its_difference_and_p_values():
     assert ledger._headline({"measured": {"acc[relu] - acc[softmax]": perm}}) == \
         "acc[relu] - acc[softmax] = 0.0049 (p> 0.065, p< 0.94, permutation (exact), n 15)"
     rho = {"test": "Spearman permutation (exact)", "n": 6, "statistic": -0.029, "p_greater": 0.54, "p_less": 0.5}
-    assert ledger._headline({"measured": {"rho": rho}}) == "rho = -0.029 (p> 0.54, p< 0.5, Spearman permutation (exact), n 6)"
+    assert (ledger._headline({"measured": {"rho": rho}})
+            == "rho = -0.029 (p> 0.54, p< 0.5, Spearman permutation (exact), n 6)")

@@ -150,7 +150,7 @@ def test_h2_chain_on_slurm_equals_local(slurm_cluster, tmp_path):
     # The plugin's job comment is rule_<rule>[_wildcards_<values>].
     by_rule = {j[0].removeprefix("rule_").split("_wildcards_")[0]: j for j in jobs}
     assert set(by_rule) == RULES, f"SLURM jobs seen: {q.stdout}"
-    for rule, (_, state, mem, limit, name) in by_rule.items():
+    for rule, (_, state, _mem, _limit, name) in by_rule.items():
         assert state == "COMPLETED", f"{rule}: {state}"
         assert name.startswith("ntkrepro"), name  # profile's slurm-jobname-prefix
     compute = by_rule["H2_hron2020_average_pooling"]

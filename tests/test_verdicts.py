@@ -85,7 +85,8 @@ def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
         _entry("F2", "reproduced", controls=[("single_draw", "not_reproduced")], reps=["reproduced", "reproduced"]),
         _entry("F1", "inconclusive", crit="reproduced", controls=[("untrained", "reproduced")],
                reps=["inconclusive", "reproduced"], stable=False,
-               decisive={"verdict": "reproduced", "device": "cpu", "date": "2026-12-04", "commit": "abc", "stale": True}),
+               decisive={"verdict": "reproduced", "device": "cpu", "date": "2026-12-04", "commit": "abc",
+                         "stale": True}),
     ])
     assert [r["id"] for r in rows] == ["F1", "F2"]
     assert rows[0]["default (this run)"].startswith("inconclusive (uninformative")
@@ -95,14 +96,18 @@ def test_rows_are_short_and_say_why_a_verdict_is_uninformative():
     assert rows[1]["headline (95 % interval)"] == "slope -0.5 [-0.6, -0.4]" and rows[1]["stable"] == "stable (2)"
     assert verdicts.decisive_short("inconclusive: INCOMPLETE (15/60 cells; archived: cpu, 2026-12-04, 0299db7)") \
         == "inconclusive: INCOMPLETE (CPU, 2026-12-04, 0299db7)"
-    assert verdicts.decisive_short("inconclusive: INCOMPLETE (17/60 cells; archived: cpu, 2026-12-05, 0299db7,1fbcaa1)") \
-        == "inconclusive: INCOMPLETE (CPU, 2026-12-05, 0299db7, 1fbcaa1)"  # breakable in the report's narrow column
+    # breakable in the report's narrow column
+    assert verdicts.decisive_short("inconclusive: INCOMPLETE (17/60 cells; archived: cpu, 2026-12-05, "
+                                   "0299db7,1fbcaa1)") \
+        == "inconclusive: INCOMPLETE (CPU, 2026-12-05, 0299db7, 1fbcaa1)"
     # a decisive run at settings other than the paper's says so in the short form too (A4: the default's)
     assert verdicts.decisive_short("reproduced (32/32 cells at the default settings; archived: cpu, 2026-12-05, "
-                                   "1b3fbd2); delta 0.1 [0.05, 0.2]") == "reproduced [default settings] (CPU, 2026-12-05, 1b3fbd2)"
+                                   "1b3fbd2); delta 0.1 [0.05, 0.2]") \
+        == "reproduced [default settings] (CPU, 2026-12-05, 1b3fbd2)"
     # the device is named (the column says "device, date, commit"), without the host description
     assert verdicts.decisive_short("reproduced (60/60 cells; archived: cpu:cpu (x86_64, Linux); gpu:NVIDIA H200 "
-                                   "(x86_64, Linux), 2026-12-06, abcdef1)") == "reproduced (CPU; NVIDIA H200, 2026-12-06, abcdef1)"
+                                   "(x86_64, Linux), 2026-12-06, abcdef1)") \
+        == "reproduced (CPU; NVIDIA H200, 2026-12-06, abcdef1)"
     table = verdicts.render(rows)
     assert all(len(line) < 240 for line in table.splitlines())
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ntkrepro import ledger
 from ntkrepro.io import atomic_path
 from ntkrepro.papers import PAPERS
 
@@ -44,8 +45,6 @@ def _resolve(dotted: str) -> Any:
 def check_rows(rows: Sequence[Mapping[str, Any]], root: Path = Path(".")) -> list[str]:
     """Problems with the rows: a claim without a producing rule, a function that does not import,
     a criterion other than the registered one, a missing notebook."""
-    from ntkrepro import ledger
-
     problems = []
     for row in rows:
         cid = row["claim"]
@@ -76,8 +75,6 @@ def _rule_cell(producers: Sequence[Mapping[str, Any]]) -> str:
 
 def render(rows: Sequence[Mapping[str, Any]]) -> str:
     """The claim map as a Markdown table (with the begin/end markers)."""
-    from ntkrepro import ledger
-
     section = {key: i + 1 for i, key in enumerate(PAPERS)}
     lines = [BEGIN, HEADER]
     for row in rows:

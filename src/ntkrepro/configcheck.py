@@ -274,9 +274,9 @@ def check_memory(cfg: Mapping[str, Any], where: str, memory: int | None = None) 
     over = {k: b for k, b in memory_estimates(cfg).items() if b > memory}
     if over:
         k, b = max(over.items(), key=lambda kv: kv[1])
+        also = f" (also {', '.join(sorted(set(over) - {k}))})" if len(over) > 1 else ""
         raise ConfigError(f"{where}: {k} needs at least {b / 2**30:.3g} GiB of memory, more than this machine's "
-                          f"{memory / 2**30:.3g} GiB" + (f" (also {', '.join(sorted(set(over) - {k}))})" if len(over) > 1
-                                                           else "") + "; give a smaller size")
+                          f"{memory / 2**30:.3g} GiB" + also + "; give a smaller size")
 
 
 def derived_only_keys(node: Mapping[str, Any]) -> list[str]:

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ntkrepro.papers import PAPERS
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_DIR = ROOT / "workflow" / "schemas"
 README = ROOT / "config" / "README.md"
@@ -59,7 +61,8 @@ NOTES: dict[str, str] = {
     "hron2020:H2.seq_len": "number of input tokens",
     "hron2020:H2.n_draws": "weight draws per key dimension d",
     "hron2020:H6.dtype": "float type of the kernels (float32 = the paper's)",
-    "hron2020:H6.pad_check": "padding-invariance check of the masked kernels (appended masked positions change nothing)",
+    "hron2020:H6.pad_check": ("padding-invariance check of the masked kernels (appended masked positions change "
+                              "nothing)"),
     "hron2020:H6.final.n_train": "training reviews of the final table",
     "hron2020:H6.final.n_test": "test reviews of the final table",
     "hron2020:H6.benchmark": "kernel-throughput benchmark of the IMDb models (pairs/s, fast vs neural-tangents)",
@@ -68,7 +71,8 @@ NOTES: dict[str, str] = {
     "hron2020:H3.arch.b_std": "bias standard deviation",
     "hron2020:H3.arch.attention_mechanism": "attention nonlinearity (neural-tangents attention_mechanism)",
     "hron2020:H3.arch.n_out": "readout channels",
-    "hron2020:H4.families": "kernel families compared: readouts flatten / gap / lap and the attention models vanilla / struct / residual",
+    "hron2020:H4.families": ("kernel families compared: readouts flatten / gap / lap and the attention models "
+                             "vanilla / struct / residual"),
     "hron2020:H4.diag_reg_grid": "diag_reg values tried on validation (relative to the mean diagonal)",
     "hron2020:H4.arch": "architecture hyper-parameters shared by the families",
     "hron2020:H4.arch.width": "channels of the finite model (the kernels do not depend on it)",
@@ -173,7 +177,6 @@ def load_schemas(schema_dir: Path = SCHEMA_DIR) -> list[tuple[str, str, dict[str
     """``[(section, file name, schema)]``: the top level (section ``config``), then each paper's."""
     import yaml
 
-    from ntkrepro.papers import PAPERS
 
     out = [("config", "config.schema.yaml", yaml.safe_load((schema_dir / "config.schema.yaml").read_text()))]
     for key in PAPERS:
@@ -293,8 +296,6 @@ def config_files(config_dir: Path = ROOT / "config") -> list[tuple[str, str, str
 
 def render(schema_dir: Path = SCHEMA_DIR, config_dir: Path = ROOT / "config") -> str:
     """The generated part of ``config/README.md`` (below :data:`MARKER`)."""
-    from ntkrepro.papers import PAPERS
-
     lines: list[str] = ["", "## Config files", "", "| file | `scale` | what (its first line) |", "|---|---|---|"]
     lines += [f"| `{f}` | `{sc}` | {_cell(what)} |" for f, sc, what in config_files(config_dir)]
     missing: list[str] = []

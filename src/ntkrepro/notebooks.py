@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ntkrepro.io import write_json
+
 KERNEL_NAME = "ntkrepro"
 
 
@@ -57,8 +59,6 @@ def execute(source: str | Path, executed: str | Path, parameters: dict[str, Any]
     finally:
         tmp_in.unlink(missing_ok=True)
     if meta is not None:
-        from ntkrepro.io import write_json
-
         name = Path(str(parameters.get("png", source))).stem
         paper, claim, _ = (name.split("_", 2) + ["", ""])[:3]
         write_json(meta, {"figure": name, "paper": paper, "claim": claim, "caption": caption or "",

@@ -31,7 +31,8 @@ def set_theme() -> None:
                       "axes.titlesize": "medium", "pdf.fonttype": 42})
 
 
-def load_claim_inputs(results: Sequence[str | Path], evaluation: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def load_claim_inputs(results: Sequence[str | Path],
+                      evaluation: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Set the theme; return the JSON results files among ``results`` (in order) and the evaluation.
 
     ``evaluation`` is the claim's evaluation (``results/claims/evaluations/<ID>.json``): the

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ntkrepro.io import PathLike, sha256_file
+from ntkrepro.io import PathLike, canonical_hash, sha256_file
 from ntkrepro.precision import MATMUL_PRECISION
 
 #: Packages whose versions are recorded in every provenance record.
@@ -112,8 +112,6 @@ def collect(*, config_hash: str | None = None, section: Mapping[str, Any] | None
             scale: str | None = None, data: Iterable[PathLike] = (),
             extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Build a provenance record for an artifact produced now, in this process."""
-    from ntkrepro.io import canonical_hash
-
     rec: dict[str, Any] = {
         "git": git_state(),
         "config_hash": config_hash,

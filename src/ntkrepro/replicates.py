@@ -61,9 +61,8 @@ def _shift(node: Any, replicate: int, path: str) -> Any:
         for k, v in node.items():
             where = f"{path}.{k}"
             if k in SEED_KEYS:
-                if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, list) and
-                                                                       all(isinstance(s, int) and not isinstance(s, bool)
-                                                                           for s in v))):
+                ints = isinstance(v, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in v)
+                if isinstance(v, bool) or not (isinstance(v, int) or ints):
                     raise TypeError(f"{where}: a seed must be an integer or a list of integers, got {v!r}")
                 out[k] = shift_seed(v, replicate) if isinstance(v, int) else [shift_seed(s, replicate) for s in v]
             elif "seed" in str(k) and k not in SEED_COUNT_KEYS:

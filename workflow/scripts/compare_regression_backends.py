@@ -72,7 +72,8 @@ def main() -> None:
                 cpus.append(time.process_time() - c0)
             out[f"{name}_{what}_wall_s"] = float(np.median(walls))
             out[f"{name}_{what}_cpu_s"] = float(np.median(cpus))
-    c = device_cost.count_h4(params, {"n_train": n_t, "n_val": n_v, "n_test": n_s, "block_size": int(params["block_size"])})
+    c = device_cost.count_h4(params, {"n_train": n_t, "n_val": n_v, "n_test": n_s,
+                                      "block_size": int(params["block_size"])})
     for name in ("scipy", "jax"):
         for clock in ("wall", "cpu"):
             out[f"{name}_run_h4_{clock}_s"] = (c["final_models"] * out[f"{name}_final_model_{clock}_s"]

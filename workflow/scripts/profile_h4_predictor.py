@@ -12,8 +12,8 @@ before), and prints each part's prediction beside its measurement::
 (the measured regression parts include their new shapes' compiles, predicted apart as
 ``regression_compile``). Writes ``<out>/profile.json``. A diagnostic, not a test."""
 import json
+import statistics
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -98,7 +98,10 @@ REPORT = {}
 
 
 def tier(name, *a, **k):
-    TOT.clear(); CNT.clear(); ON[0] = True; PHASE[0] = name
+    TOT.clear()
+    CNT.clear()
+    ON[0] = True
+    PHASE[0] = name
     t0 = clock.now()
     try:
         rec = orig_tier(name, *a, **k)
@@ -119,9 +122,12 @@ REPORT["calibration_wall_s"] = rec["calibration_wall_s"]
 (out / "profile.json").write_text(json.dumps(REPORT, indent=1, default=str))
 for t in ("cpu100", "cpu200"):
     r = REPORT[t]
-    print(t, "wall %.1f" % r["rec_wall"], "pred %.1f" % r["pred"]["total"], "ratio %.2f" % (r["rec_wall"] / r["pred"]["total"]))
+    print(t, "wall %.1f" % r["rec_wall"], "pred %.1f" % r["pred"]["total"],
+          "ratio %.2f" % (r["rec_wall"] / r["pred"]["total"]))
     T = r["tot"]
-    g = lambda *ks: sum(v for k, v in T.items() if any(k.startswith(x) or k == x for x in ks))
+    def g(*ks, T=T):
+        return sum(v for k, v in T.items() if any(k.startswith(x) or k == x for x in ks))
+
     meas = {"kernels+compile+cache": g("kfn_first", "kfn_call", "kernel_io"),
             "grid": g("select"), "final": T.get("predict_many@kernel_regression@final_test", 0),
             "boot": T.get("predict_many@boot@final_test", 0), "curve": T.get("predict_many@curve@final_test", 0),
@@ -135,7 +141,6 @@ for t in ("cpu100", "cpu200"):
         print("   %-24s pred %6.2f  meas %6.2f" % (k, pred[k], meas.get(k, float("nan"))))
     print("   sum measured %.2f; predicted new shapes %d" % (sum(meas.values()), P["new_shapes"]))
 
-import statistics
 for ph in ("calibration", "cpu100", "cpu200"):
     rows = [r for r in JIT if r[0] == ph]
     first = [r for r in rows if r[3]]

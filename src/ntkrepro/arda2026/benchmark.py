@@ -41,6 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.arda2026 import model
+from ntkrepro.arda2026.teacher import sample_inputs
+from ntkrepro.arda2026.torch_reference import AutogradStep
+
 
 def _cores() -> int:
     try:
@@ -120,7 +124,6 @@ def project_step_bytes(m: int, n: int, d: int, T: int, chunk: int, dtype=None) -
     import jax
     import jax.numpy as jnp
 
-    from ntkrepro.arda2026 import model
 
     dtype = dtype or jnp.float32
     p0 = model.init_params(jax.random.PRNGKey(0), m, d, dtype)
@@ -129,8 +132,8 @@ def project_step_bytes(m: int, n: int, d: int, T: int, chunk: int, dtype=None) -
     ca = fn.lower(p0, p0, one).compile().cost_analysis()
     ca = ca[0] if isinstance(ca, (list, tuple)) else ca
     k = -(-n // chunk)
-    return {"bytes": float(ca.get("bytes accessed", float("nan"))) * k, "flops": float(ca.get("flops", float("nan"))) * k,
-            "chunks": k}
+    return {"bytes": float(ca.get("bytes accessed", float("nan"))) * k,
+            "flops": float(ca.get("flops", float("nan"))) * k, "chunks": k}
 
 
 def _summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
@@ -146,9 +149,6 @@ def benchmark_size(m: int, n: int, d: int, T: int, *, steps: int, repeats: int, 
     import jax.numpy as jnp
     import torch
 
-    from ntkrepro.arda2026 import model
-    from ntkrepro.arda2026.teacher import sample_inputs
-    from ntkrepro.arda2026.torch_reference import AutogradStep
 
     X = sample_inputs(jax.random.PRNGKey(seed), n, d, T)
     y = jnp.asarray(0.05 * np.random.default_rng(seed).normal(size=n), jnp.float32)  # authors' label scale
@@ -184,7 +184,8 @@ def benchmark_size(m: int, n: int, d: int, T: int, *, steps: int, repeats: int, 
     loss_t, g_t = ref_q.grads()
     loss_p, g_p = jax.jit(model.loss_and_grad_batch)(q, batch)
     agree = {"loss_rel_diff": abs(float(loss_p) - loss_t) / max(abs(loss_t), 1e-30),
-             "grad_max_rel_diff": max(float(np.max(np.abs(np.asarray(a) - b.numpy())) / max(float(b.abs().max()), 1e-30))
+             "grad_max_rel_diff": max(float(np.max(np.abs(np.asarray(a) - b.numpy()))
+                                            / max(float(b.abs().max()), 1e-30))
                                       for a, b in zip(g_p, g_t))}
     del ref_q
     loss_p, loss_t = float(jax.block_until_ready(project())), ref.step()
@@ -208,7 +209,8 @@ def benchmark_size(m: int, n: int, d: int, T: int, *, steps: int, repeats: int, 
             cpus[name].append((time.process_time() - c0) / steps)
             faults[name].append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / steps)
     load_after = _load()
-    res = {name: {**_summary(walls[name], cpus[name]), "minor_page_faults_per_step_median": statistics.median(faults[name])}
+    res = {name: {**_summary(walls[name], cpus[name]),
+                  "minor_page_faults_per_step_median": statistics.median(faults[name])}
            for name in variants}
 
     pbytes = project_step_bytes(m, n, d, T, chunk)
@@ -220,7 +222,7 @@ def benchmark_size(m: int, n: int, d: int, T: int, *, steps: int, repeats: int, 
     tbytes = torch_step_bytes(torch_1thread)
     for name in ("torch_autograd", "torch_autograd_1thread"):
         res[name]["bytes_per_step"] = float(tbytes)
-    for name, r in res.items():
+    for r in res.values():
         for stat in ("best", "median"):
             r[f"fraction_of_memory_bandwidth_{stat}"] = r["bytes_per_step"] * r[f"steps_per_s_{stat}"] / bandwidth
     speed = {}
@@ -241,7 +243,8 @@ def benchmark_size(m: int, n: int, d: int, T: int, *, steps: int, repeats: int, 
 
 
 def run_throughput(params: dict, ctx) -> dict:
-    """Benchmark every configured size; see the module docstring. Config: ``sizes``, ``steps``, ``repeats``, ``bandwidth_mib``."""
+    """Benchmark every configured size; see the module docstring. Config: ``sizes``, ``steps``, ``repeats``,
+    ``bandwidth_mib``."""
     import jax
     import torch
 
@@ -259,5 +262,6 @@ def run_throughput(params: dict, ctx) -> dict:
             "bandwidth_array_mib": float(params["bandwidth_mib"]), "device": str(jax.devices()[0]),
             "cpu_count": _cores(), "torch_version": torch.__version__, "jax_version": jax.__version__,
             "target": "project step >= 2x the plain PyTorch-autograd step at m=256, n=5000, d=8, T=16 (issue 13.5)",
-            "meets_target": all(s["speedup"] >= 2.0 for s in sizes if (s["m"], s["n"], s["d"], s["T"]) == (256, 5000, 8, 16))
+            "meets_target": all(s["speedup"] >= 2.0 for s in sizes
+                                if (s["m"], s["n"], s["d"], s["T"]) == (256, 5000, 8, 16))
             if any((s["m"], s["n"], s["d"], s["T"]) == (256, 5000, 8, 16) for s in sizes) else None}

@@ -2,9 +2,9 @@
 
 Each function applies exactly the criterion text registered with it, pre-registered with the
 claim's statement, version and amendments (changes made after results were seen) in
-``claims.toml`` beside this module. Inputs are the aggregated results files (``A1_width_scaling``, ``A2_sample_size``, ``A3_sequence_length``,
-``A4_lag_forecasting``, ``A5_attention_share``). Decisions use :mod:`ntkrepro.stats`
-(equivalence with a stated margin, one-sided bounds); every undecided part carries a power line.
+``claims.toml`` beside this module. Inputs are the aggregated results files (``A1_width_scaling``,
+``A2_sample_size``, ``A3_sequence_length``, ``A4_lag_forecasting``, ``A5_attention_share``). Decisions use
+:mod:`ntkrepro.stats` (equivalence with a stated margin, one-sided bounds); every undecided part carries a power line.
 
 Teachers (A1-A3): the verdict is computed on ``teacher.kind`` (``authors`` at every scale: the
 authors' construction with diagonal logits, with which Fig. 1 was produced); the paper's teacher
@@ -21,7 +21,8 @@ import numpy as np
 
 from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register, register_control,
                              register_stored_control, verdict_of)
-from ntkrepro.stats import NotePowerLine, Interval, PowerLine, Status, at_least, at_most, combine, equivalence, power_line
+from ntkrepro.stats import (NotePowerLine, Interval, PowerLine, Status, at_least, at_most, combine, equivalence,
+                            power_line)
 
 PAPER = "arda2026"
 
@@ -217,7 +218,8 @@ def evaluate_a3(results: Results, scale: str) -> Evaluation:
     s = _interval(met["min_train_loss"]["slope"])
     q = _interval(met["loss_over_initial"]["slope"])
     lo = met["loss_over_initial"]
-    per_T = [Interval(v, a, b, 0.95, "hierarchical bootstrap") for v, a, b in zip(lo["mean"], lo["ci_low"], lo["ci_high"])]
+    per_T = [Interval(v, a, b, 0.95, "hierarchical bootstrap")
+             for v, a, b in zip(lo["mean"], lo["ci_low"], lo["ci_high"])]
     limit = 1.0 / A3_TRAIN_FACTOR
     # issue 38 (v6): only the paper's quantity is judged (part (1)); "training halves the loss at every T"
     # is not stated by the paper, so it is reported, never judged (CLAIMS.md A3 row, rules 3 and 8): when the

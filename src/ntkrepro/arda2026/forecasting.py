@@ -19,13 +19,18 @@ and the mean over blocks of ``grad_block`` (500) steps of the block maximum of t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ntkrepro import stats
+from ntkrepro.arda2026.scaling import balance, collect, seed_groups, summarise
+from ntkrepro.io import read_json
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (A4: model, indrnn, decisive), and they load JAX, which the Snakefile's parse does without (see scaling.py).
 
 N_FREQ = 8
 BAYES_MSE = 1 - 0.9**2
@@ -216,8 +221,6 @@ def run_point(section: Mapping[str, Any], L: int, seeds: Sequence[int], *, batch
 
 def tasks(section: Mapping[str, Any]) -> list[dict[str, Any]]:
     """(L, seed group) tasks."""
-    from ntkrepro.arda2026.scaling import seed_groups
-
     return [{"L": int(L), "seeds": g} for L in section["L_values"]
             for g in seed_groups(section["seeds"], section["seeds_per_job"])]
 
@@ -228,8 +231,6 @@ def n_shards(section: Mapping[str, Any]) -> int:
 
 def run_a4_shard(params: dict, ctx) -> dict:
     """A4 shard: its share of :func:`tasks` (cost-balanced, cost ~ L + 1)."""
-    from ntkrepro.arda2026.scaling import balance
-
     shard, K = int(params["shard"]), n_shards(params)
     todo = balance(tasks(params), [t["L"] + 1 for t in tasks(params)], K)[shard]
     rows = [run_point(params, t["L"], t["seeds"]) for t in ctx.progress(todo, desc=f"A4 shard {shard}")]
@@ -278,9 +279,6 @@ def run_a4_cell(params: dict, ctx) -> dict:
 
 def aggregate_a4(params: dict, ctx) -> dict:
     """A4: per-L summaries, slopes of min validation MSE vs L (linear) and of log grad norms vs L."""
-    from ntkrepro.arda2026.scaling import collect, summarise
-    from ntkrepro.io import read_json
-
     shards = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
     out: dict[str, Any] = {"metrics": {}, "bayes_mse": BAYES_MSE}
     nb = int(params["n_boot"])

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from ntkrepro import stats
+from ntkrepro.arda2026.model import init_params, ntk_parts
+from ntkrepro.arda2026.teacher import sample_inputs
 
 
 def shares(parts: dict) -> dict[str, float]:
@@ -61,11 +63,8 @@ def run_a5(params: dict, ctx) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from ntkrepro.arda2026.model import init_params, ntk_parts
 
     _parts = jax.jit(ntk_parts)
-    from ntkrepro.arda2026.teacher import sample_inputs
-
     names = ("attention_share", "value_share", "output_share", "attention_frob_share")
     vals = {k: np.zeros((len(params["widths"]), len(params["seeds"]))) for k in names}
     ctrl = {k: np.zeros_like(v) for k, v in vals.items()}

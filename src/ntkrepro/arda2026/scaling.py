@@ -39,6 +39,13 @@ from typing import Any
 import numpy as np
 
 from ntkrepro import stats
+from ntkrepro.io import read_json
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (A1); the other imports of model, teacher and indrnn are local too because they load JAX, and the Snakefile
+# imports this module at every parse (workflow/rules/arda2026.smk: sweeps.n_shards): import jax took 4.5 s,
+# import ntkrepro.arda2026.model 6.1 s against 3.4 s for this module (measured 2026-12-06, 2 cores).
 
 METRICS_A1 = ("min_train_loss", "approx_error", "lin_error")
 #: A2's negative control: m*(n) made to grow like n^0.4 (the growth the v2 band [-0.5, 0.5] accepted).
@@ -539,8 +546,6 @@ def _a1_summary(rows: Sequence[Mapping[str, Any]], kinds: Sequence[str], params:
 def aggregate_a1(params: dict, ctx) -> dict:
     """A1 per teacher kind: per-width medians, mean +-95 % CI, per-unit slopes, fits to medians; and the
     negative control ``width_fixed`` (:func:`run_a1_width_fixed`, verdict's teacher) in the same layout."""
-    from ntkrepro.io import read_json
-
     rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
     real = [r for r in rows if "control" not in r]
     out = _a1_summary(real, teacher_kinds(params), params,
@@ -689,8 +694,6 @@ def sample_size_analysis(ns: Sequence[int], widths: Sequence[int], err: np.ndarr
 
 def aggregate_a2(params: dict, ctx) -> dict:
     r"""A2 per teacher kind: width :math:`m^\ast(n)` needed for the target approximation error."""
-    from ntkrepro.io import read_json
-
     shards = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
     rows = _rows(shards)
     out: dict[str, Any] = {"kinds": {}, "headline_kind": params["teacher"]["kind"]}
@@ -759,8 +762,6 @@ def aggregate_a3(params: dict, ctx) -> dict:
     Negative controls (verdict's teacher, same layout): ``untrained`` (:func:`untrained_rows`) and
     ``indrnn`` (the IndRNN trained on the same data with the same projected GD, ``indrnn_seeds``).
     """
-    from ntkrepro.io import read_json
-
     rows = _rows([read_json(ctx.use_data(p)) for p in params["shard_files"]])
     nb = int(params["n_boot"])
     head = params["teacher"]["kind"]

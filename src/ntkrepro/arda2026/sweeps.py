@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ntkrepro.arda2026 import forecasting, scaling
+
 #: claim -> results name (``<claim>_<name>.json``), shard file name, library module, swept config key.
 SWEEPS: dict[str, dict[str, str]] = {
     "A1": {"name": "width_scaling", "shard_name": "width", "module": "scaling", "sweep": "widths"},
@@ -37,11 +39,7 @@ def function(claim: str, step: str) -> str:
 def n_shards(arda: Mapping[str, Any], claim: str) -> int:
     """Number of shard jobs of sweep ``claim`` (config ``jobs`` capped at its number of tasks)."""
     if claim == "A4":
-        from ntkrepro.arda2026 import forecasting
-
         return forecasting.n_shards(arda["A4"])
-    from ntkrepro.arda2026 import scaling
-
     return scaling.n_shards(section(arda, claim), claim)
 
 

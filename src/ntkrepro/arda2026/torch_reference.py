@@ -27,7 +27,8 @@ import torch
 
 
 def forward(W: torch.Tensor, U: torch.Tensor, c: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
-    r""":math:`f(X_j) = m^{-1/2}\sum_i c_i\tanh(U_i^\top X_j\operatorname{softmax}(X_j^\top W_i x_{jT}))`, ``X (n, d, T)`` -> ``(n,)``."""
+    r""":math:`f(X_j) = m^{-1/2}\sum_i c_i\tanh(U_i^\top X_j\operatorname{softmax}(X_j^\top W_i x_{jT}))`,
+    ``X (n, d, T)`` -> ``(n,)``."""
     xT = X[:, :, -1]
     q = torch.einsum("mde,ne->nmd", W, xT)  # W_i x_T
     z = torch.einsum("ndt,nmd->nmt", X, q)  # logits

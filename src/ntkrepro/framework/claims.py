@@ -18,9 +18,9 @@ from scipy import stats as _st
 from ntkrepro.framework import spectra as sp
 from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register, register_control,
                             verdict_of)
-from ntkrepro.stats import (mean_t_interval, Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, bootstrap_slope, combine,
-                            crossed_bootstrap, crossed_power_lines, equivalence, hierarchical_bootstrap, power_line,
-                            slope_statistic, spearman, spearman_permutation_test)
+from ntkrepro.stats import (mean_t_interval, Interval, PowerLine, Status, at_least, at_most, bootstrap_ci,
+                            bootstrap_slope, combine, crossed_bootstrap, crossed_power_lines, equivalence,
+                            hierarchical_bootstrap, power_line, slope_statistic, spearman, spearman_permutation_test)
 
 PAPER = "framework"
 #: F1 tolerances: closed form vs neural-tangents (fp64), empirical vs closed form at the largest width.
@@ -173,9 +173,9 @@ def evaluate_f2(results: Results, scale: str) -> Evaluation:
 
 @register_control("F2", "single_draw_fluctuation")
 def control_f2_single_draw(results: Results) -> Results:
-    r"""F2's control: one initial draw's NTK deviation :math:`\lVert\Theta_W-\Theta_\infty\rVert/\lVert\Theta_\infty\rVert`
-    (measured by ``run_f2``, a fluctuation of order :math:`W^{-1/2}`) in place of the trained-vs-linearised
-    gap, for every activation."""
+    r"""F2's control: one initial draw's NTK deviation
+    :math:`\lVert\Theta_W-\Theta_\infty\rVert/\lVert\Theta_\infty\rVert` (measured by ``run_f2``, a fluctuation
+    of order :math:`W^{-1/2}`) in place of the trained-vs-linearised gap, for every activation."""
     r = one_result(results, "F2_kernel_regime")
     by = {act: {**d, "gap": d["init_dev"]} for act, d in r["by_activation"].items()}
     return _control(results, "F2_kernel_regime", {"by_activation": by})
@@ -441,7 +441,8 @@ def control_f5_bidirectional_other_seed(results: Results) -> Results:
 
 
 # ---------------------------------------------------------------------------------------- F6
-def f6_variant_summary(v: Mapping, widths: np.ndarray, seeds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def f6_variant_summary(v: Mapping, widths: np.ndarray,
+                       seeds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Per variant: the loss-vs-width exponent :math:`e_v` (OLS slope of :math:`\log` seed-mean test loss
     vs :math:`\log W`) and the seed-mean effective rank at the largest (matched) width; ``seeds`` picks
     (resampled) seed indices. Returns ``(exponents, ranks)`` in the order of ``v['variants']``."""
@@ -519,7 +520,7 @@ def evaluate_f6(results: Results, scale: str) -> Evaluation:
                       "spearman_rank_vs_scaling_gain": rho,
                       "permutation_test": test.as_dict(),
                       "reference_width": int(widths[-1])}
-    for name, e, rk in zip(names, exps, ranks):
+    for name, _e, rk in zip(names, exps, ranks):
         loss = np.asarray(v["test_loss"][name], float)
         measured[f"exponent_{name}"] = bootstrap_slope(widths, loss, log=True, center=np.mean, **bv)
         measured[f"eff_rank_{name}"] = float(rk)

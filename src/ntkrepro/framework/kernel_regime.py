@@ -28,6 +28,7 @@ import numpy as np
 
 from ntkrepro.framework import models, training
 from ntkrepro.framework import spectra as sp
+from ntkrepro.io import read_json
 
 #: Widths of the paper's Sec. 4.5.1 statement (< 512 deviates, > 2048 agrees): a descriptive table only.
 TABLE_WIDTHS = (256, 512, 2048, 4096)
@@ -126,8 +127,6 @@ def aggregate_f2(params: dict, ctx) -> dict:
     """The cells (``shard_files``) assembled into :func:`run_f2`'s layout (widths ascending), for F2's
     criterion (:func:`ntkrepro.framework.claims.evaluate_f2`). Every planned width must be present once,
     with the same activations."""
-    from ntkrepro.io import read_json
-
     cells = sorted((read_json(ctx.use_data(p)) for p in params["shard_files"]), key=lambda c: int(c["cell"]["width"]))
     got = [int(c["cell"]["width"]) for c in cells]
     if got != sorted(int(w) for w in params["widths"]):

@@ -59,7 +59,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ntkrepro.framework import models
 from ntkrepro.framework.models import BlockSpec
+from ntkrepro.framework.spectra import gaussian_sequences, relative_frobenius
 
 #: F1's negative control (issue 28, CLAIMS.md rule 7: the nearest false alternative): the closed form with
 #: a constant 3 % too large, 4.12 in place of 4 -- a kernel a few percent wrong. (The control before issue 28
@@ -120,8 +122,6 @@ def run_f1(params: dict, ctx) -> dict:
     import jax.numpy as jnp
     from jax.experimental import enable_x64
 
-    from ntkrepro.framework import models
-    from ntkrepro.framework.spectra import gaussian_sequences, relative_frobenius
 
     p = dict(params)
     widths = [int(w) for w in p["widths"]]

@@ -56,7 +56,8 @@ def run_f5(params: dict, ctx) -> dict:
         "mean_eigenvalues": {name: sp.eigh_desc(mean_k[c])[0].tolist()
                              for name, c in (("causal", True), ("bidirectional", False))},
         "mean_eigenvalues_bidirectional_infinite": sp.eigh_desc(inf_pk.mean(0))[0].tolist(),
-        "mean_kernel": {name: np.asarray(mean_k[c]).tolist() for name, c in (("causal", True), ("bidirectional", False))},
+        "mean_kernel": {name: np.asarray(mean_k[c]).tolist()
+                        for name, c in (("causal", True), ("bidirectional", False))},
         "mean_kernel_bidirectional_infinite": inf_pk.mean(0).tolist(),
         "bidirectional_finite_vs_infinite_rel": sp.relative_frobenius(mean_k[False], inf_pk.mean(0)),
     }

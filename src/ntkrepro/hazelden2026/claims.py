@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
-from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register, register_control,
-                             register_stored_control, verdict_of)
-from ntkrepro.stats import (NotePowerLine, mean_t_interval, Interval, PowerLine, Status, at_least, at_most, bootstrap_ci, combine, power_line, spearman,
-                            spearman_ci)
+from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register,
+                             register_control, register_stored_control, verdict_of)
+from ntkrepro.stats import (NotePowerLine, mean_t_interval, Interval, PowerLine, Status, at_least, at_most,
+                            bootstrap_ci, combine, power_line, spearman, spearman_ci)
 
 PAPER = "hazelden2026"
 
@@ -155,7 +155,8 @@ def evaluate_g2(results: Results, scale: str) -> Evaluation:
     if r["arch"] != "pythia-410m":
         subs.append(f"tiny GPTNeoX ({r['n_layers']} layers, hidden {r['hidden_size']}) instead of Pythia-410M")
     p = r["params"]
-    subs.append(f"autodiff block: {p['n_tokens']} of {p['seq_len']} token positions x {p['n_units']} output units per site")
+    subs.append(f"autodiff block: {p['n_tokens']} of {p['seq_len']} token positions x {p['n_units']} output units "
+                "per site")
     verdict = decide(reproduced=covered and discriminates and mx <= TOL["float32"], refuted=mx > TOL["float32"])
     power: list[PowerLine] = []
     if verdict is Verdict.INCONCLUSIVE:
@@ -509,7 +510,8 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
     if len(seeds) >= 2:
         ex_iv = [_mean_t_interval(excess[:, i], level) for i in range(n_k)]
         rho = bootstrap_ci(pairs, lambda a: spearman(a[..., 0].ravel(), a[..., 1].ravel()), n_boot=G4_N_BOOT, seed=1)
-        rho = Interval(rho.value, rho.low, rho.high, rho.level, "Spearman over (seed, k); " + rho.method + " over seeds")
+        rho = Interval(rho.value, rho.low, rho.high, rho.level,
+                       "Spearman over (seed, k); " + rho.method + " over seeds")
     else:
         ex_iv = [Interval(float(excess[0, i]), -np.inf, np.inf, level, "single seed: no interval") for i in range(n_k)]
         rho = Interval(spearman(prx.ravel(), prt.ravel()), -1.0, 1.0, 0.95, "single seed: no interval")
@@ -537,12 +539,15 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
             lines = [pl for pl in lines if pl is not None]
             power.append(max(lines, key=lambda pl: pl.needed) if lines else NotePowerLine(
                 "excess over the bound", 0.0, 0.0, "seeds", float(len(seeds)), float(G4_MIN_SEEDS),
-                note=f"{len(seeds)} seeds < {G4_MIN_SEEDS} (the pre-registered minimum): too few seeds for an interval"))
+                note=f"{len(seeds)} seeds < {G4_MIN_SEEDS} (the pre-registered minimum): too few seeds for an "
+                     "interval"))
         if trend_status is Status.UNDECIDED:
-            pl = power_line("Spearman(PR_x, PR_time)", rho, [0.0], size=len(seeds), size_name="seeds") if enough else None
+            pl = (power_line("Spearman(PR_x, PR_time)", rho, [0.0], size=len(seeds), size_name="seeds")
+                  if enough else None)
             power.append(pl if pl is not None else NotePowerLine(
                 "Spearman(PR_x, PR_time)", 0.0, 0.0, "seeds", float(len(seeds)), float(G4_MIN_SEEDS),
-                note=f"{len(seeds)} seeds < {G4_MIN_SEEDS} (the pre-registered minimum): too few seeds for an interval"))
+                note=f"{len(seeds)} seeds < {G4_MIN_SEEDS} (the pre-registered minimum): too few seeds for an "
+                     "interval"))
     measured: dict[str, Any] = {
         "max_excess_over_bound": ex_iv[worst],
         "spearman_prX_prTime": rho,
@@ -576,8 +581,10 @@ def evaluate_g4(results: Results, scale: str) -> Evaluation:
     if fr:
         modes = r["fourier_modes"]
         measured["fourier_modes"] = modes
-        measured["fourier_pr_input_mean"] = [float(np.mean([u["pr_input"] for u in fr if u["modes"] == m])) for m in modes]
-        measured["fourier_pr_time_mean"] = [float(np.mean([u["pr_time"] for u in fr if u["modes"] == m])) for m in modes]
+        measured["fourier_pr_input_mean"] = [float(np.mean([u["pr_input"] for u in fr if u["modes"] == m]))
+                                             for m in modes]
+        measured["fourier_pr_time_mean"] = [float(np.mean([u["pr_time"] for u in fr if u["modes"] == m]))
+                                            for m in modes]
     parts = {"a_bound": bound_status, "b_trend": trend_status}
     w = ex_iv[worst]
     check_txt = f"core-vs-autodiff {check:.1e}" if check is not None else "no core-vs-autodiff check"

@@ -137,7 +137,8 @@ def forward_core(v: torch.Tensor, rows: torch.Tensor, units: Sequence[int], *,
 
 def autodiff_core(y: torch.Tensor, module: nn.Linear, rows: torch.Tensor, units: Sequence[int], *,
                   include_bias: bool = False, chunk: int = 0) -> torch.Tensor:
-    r"""Autodiff Kronecker core on the same block: :math:`J J^\top`, :math:`J_{(a,i)} = \partial y_{a,i}/\partial\theta_W`.
+    r"""Autodiff Kronecker core on the same block: :math:`J J^\top`,
+    :math:`J_{(a,i)} = \partial y_{a,i}/\partial\theta_W`.
 
     ``y`` is the site's output tensor (N, n_out) still attached to the graph in which the site's
     input was detached (:func:`record_sites` with ``detach_inputs=True``); the Jacobian rows are

@@ -72,7 +72,8 @@ def build_model(arch: dict[str, Any], weights_path: str | None, seed: int, ctx=N
         missing, unexpected = model.load_state_dict(state, strict=False)
         missing = [m for m in missing if not m.endswith(("rotary_emb.inv_freq", "attention.bias", "masked_bias"))]
         if missing or unexpected:
-            raise ValueError(f"weights do not match the architecture: missing {missing[:5]}, unexpected {unexpected[:5]}")
+            raise ValueError(f"weights do not match the architecture: missing {missing[:5]}, "
+                             f"unexpected {unexpected[:5]}")
         return model, "pretrained"
     return model, "random_init"
 

@@ -117,7 +117,8 @@ def recurrent_names(p: dict[str, torch.Tensor]) -> list[str]:
 
 
 def gentk_autodiff(model: str, p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    r""":math:`J` with :math:`\Theta_h = J J^\top`, :math:`J = \partial h/\partial\theta_\mathrm{rec}`, shape (S*T*H, P)."""
+    r""":math:`J` with :math:`\Theta_h = J J^\top`, :math:`J = \partial h/\partial\theta_\mathrm{rec}`,
+    shape (S*T*H, P)."""
     names = recurrent_names(p)
 
     def fn(*theta):

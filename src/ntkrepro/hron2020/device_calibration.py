@@ -173,7 +173,7 @@ def calibrate_h4(params: Mapping[str, Any], data: Mapping[str, Any], block: int,
     kw = dict(block_size=block, dtype="float32", desc="calibration", progress=False, backend="fast")
     m0 = rows[0]
     writes = []
-    for rep in range(3):
+    for _ in range(3):
         shutil.rmtree(folder, ignore_errors=True)
         writes.append(timed(compute_kernel_blocks, kfn, xb, cache_dir=folder / "big", **kw)[1])
         compute_kernel_blocks(kfn, xb[:block], cache_dir=folder / "one", **kw)

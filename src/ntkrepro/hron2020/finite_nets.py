@@ -31,7 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.hron2020.cifar10 import load_splits
+from ntkrepro.hron2020.regime import permuted_labels
+from ntkrepro.io import read_json
 from ntkrepro.run import RunContext
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (H5: load_splits, permuted_labels and decisive in h5_cell_runs and run_h5_cell).
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -162,9 +169,6 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """Compute rule ``H5_hron2020_finite_attention``: every mechanism x LayerNorm x seed, and the
     negative control (issue 21): ``n_control_runs`` (default 1) further runs per configuration trained
     on permuted training labels, in the same compiled batch as the real runs."""
-    from ntkrepro.hron2020.cifar10 import load_splits
-    from ntkrepro.hron2020.regime import permuted_labels
-
     seeds = [int(s) for s in params["seeds"]]
     n_ctrl = int(params.get("n_control_runs", 1))
     d = load_splits({**params, "seed": seeds[0]}, ctx, need_test=False)
@@ -182,7 +186,8 @@ def run_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     ctrl_seeds = seeds[:n_ctrl]
     combos = [(m, ln) for m in params["mechanisms"] for ln in params["layer_norms"]]
     for m, ln in ctx.progress(combos, desc="H5 configs"):
-        init_seeds = [run_seed(s, m, ln) for s in seeds] + [CONTROL_SEED_OFFSET + run_seed(s, m, ln) for s in ctrl_seeds]
+        init_seeds = ([run_seed(s, m, ln) for s in seeds]
+                      + [CONTROL_SEED_OFFSET + run_seed(s, m, ln) for s in ctrl_seeds])
         logits, losses, preds = train(np.asarray(init_seeds, np.uint32), labels, MECHANISMS.index(m),
                                       LAYER_NORMS.index(ln))
         logits, losses, preds = np.asarray(logits), np.asarray(losses, np.float64), np.asarray(preds)
@@ -279,8 +284,6 @@ def aggregate_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     mechanism, LayerNorm, seed; the permuted-label control from the control seeds' cells), for H5's
     criterion (:func:`ntkrepro.hron2020.claims.evaluate_h5`). Every cell must describe the same data and
     sizes, and every (mechanism, LayerNorm, seed) run must be present exactly once."""
-    from ntkrepro.io import read_json
-
     cells = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
     if not cells:
         raise ValueError("no H5 cells")

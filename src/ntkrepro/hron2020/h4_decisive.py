@@ -53,14 +53,19 @@ from typing import Any
 import numpy as np
 
 from ntkrepro.data.cifar10 import N_CLASSES
-from ntkrepro.decisive import compute_code_hash
+from ntkrepro.decisive_cells import compute_code_hash
 from ntkrepro.hron2020.cifar10 import (ATTENTION_FAMILIES, FAMILIES, KERNELS, build_sweep_model, h4_resample_record,
                                        is_official_archive, load_splits, null_ordering_control, orderings)
 from ntkrepro.hron2020.regime import learning_curve_plan, permuted_labels, training_resample_plan
+from ntkrepro.io import read_json
 from ntkrepro.kernels.blocks import code_fingerprint, compute_kernel_blocks, describe
 from ntkrepro.kernels.inference import one_hot, predicted_classes
 from ntkrepro.kernels.resampling import select_many, weighted_refit
 from ntkrepro.stats import bootstrap_ci
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (H4: kernels.fast in tree_kernels).
 
 log = logging.getLogger("ntkrepro.hron2020")
 
@@ -302,20 +307,20 @@ def _body(params: Mapping[str, Any], sweep: list[dict[str, Any]], final: list[di
     correct = {f"{r['family']}_{r['kernel']}": np.asarray(r["test_correct"], np.int8) for r in final}
     rows = []
     for r in final:
-        row = {k: v for k, v in r.items() if k not in ("test_correct", "val_scores") and (null_pairs or k != "two_draws")}
+        row = {k: v for k, v in r.items()
+               if k not in ("test_correct", "val_scores") and (null_pairs or k != "two_draws")}
         row["selected_depth"] = _select_depth(sweep, r["family"], r["kernel"])
         rows.append(row)
     body = {**base, "families": families, "sweep": sweep, "final": rows,
             "comparisons": orderings({**params, "families": families}, rows, correct),
-            "train_resample": h4_resample_record(params, int(base["n_train"]) + int(base["n_val"]), int(base["n_test"]))}
+            "train_resample": h4_resample_record(params, int(base["n_train"]) + int(base["n_val"]),
+                                                 int(base["n_test"]))}
     return body
 
 
 def aggregate_h4(params: dict[str, Any], ctx) -> dict[str, Any]:
     """The cells (``shard_files``) assembled into :func:`ntkrepro.hron2020.cifar10.run_h4`'s results layout
     for H4's criterion: every planned part present exactly once, all of one data archive and split."""
-    from ntkrepro.io import read_json
-
     cells = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
     parts = sorted(int(c["part"]) for c in cells)
     want = [int(p) for p in params["parts"]]

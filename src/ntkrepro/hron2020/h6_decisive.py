@@ -29,18 +29,19 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ntkrepro.decisive import compute_code_hash
+from ntkrepro.decisive_cells import compute_code_hash
 from ntkrepro.hron2020.imdb import (BACKEND_NAMES, H6_PAPER_SIZES, NULL_PAIR_FAMILIES, SOTA_ACCURACY, _prepare,
                                     h6_resample_plans, h6_resample_record, is_official_archive, model_grid, model_name,
                                     model_kernel_fn, null_ordering_control, pad_check_indices, padding_invariance,
                                     select_families)
 from ntkrepro.hron2020.regime import learning_curve_plan, permuted_labels, training_resample_plan
+from ntkrepro.io import read_json
 from ntkrepro.kernels.blocks import code_fingerprint, compute_kernel_blocks_sorted, describe
 from ntkrepro.kernels.inference import accuracy, accuracy_with_ci
 from ntkrepro.kernels.resampling import select_many, weighted_refit
@@ -194,8 +195,6 @@ def run_h6_cell(params: dict[str, Any], ctx) -> dict[str, Any]:
 def aggregate_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     """The cells (``shard_files``) assembled into :func:`ntkrepro.hron2020.imdb.run_h6`'s results layout:
     every model of the grid present exactly once, every cell of the same data."""
-    from ntkrepro.io import read_json
-
     cells = [read_json(ctx.use_data(p)) for p in params["shard_files"]]
     if sorted(int(c["part"]) for c in cells) != sorted(int(p) for p in params["parts"]):
         raise ValueError(f"H6 decisive: cells of parts {sorted(int(c['part']) for c in cells)}, the plan has "

@@ -52,17 +52,31 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.hron2020 import substitutes as _subs
+from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, permuted_labels, two_draws
+from ntkrepro.hron2020.substitutes import h6_substitutes
+from ntkrepro.hron2020.substitutes import is_official_imdb as is_official_archive
+from ntkrepro.io import atomic_path
+from ntkrepro.kernels.blocks import compute_kernel_blocks_sorted, describe
 from ntkrepro.kernels.fast import BACKENDS, from_stax_builder
 from ntkrepro.kernels.fast import kernel_fn as backend_kernel_fn
+from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
+
+# Imports inside functions (issue 40): those left in a function listed in
+# ntkrepro.decisive_cells.COMPUTE_CODE stay there, as its source is hashed into the archived decisive cells
+# (H6: data, io and regime in _prepare, h6_resample_plans; nt in build_kernel_fn). ntkrepro.nt is imported
+# where it is used: it loads neural-tangents, absent from the current-jax environment and the GPU machine.
 
 log = logging.getLogger("ntkrepro")
 
 FAMILIES = ("gap", "gap_fcn", "cnn_gap", "struct")
-FAMILY_LABELS = {"gap": "GAP-only", "gap_fcn": "GAP-FCN", "cnn_gap": "CNN-GAP", "struct": "Struct"}
+# the paper's labels and sizes live in the numpy-only ntkrepro.hron2020.substitutes (issue 40: the criteria import
+# them without this module); assigned here, not imported, as H6's compute-code hash reads FAMILY_LABELS by value
+FAMILY_LABELS = _subs.FAMILY_LABELS
 #: State of the art quoted by the paper for IMDb (accuracy).
-SOTA_ACCURACY = 0.974
+SOTA_ACCURACY = _subs.SOTA_ACCURACY
 #: The paper's selection protocol (train/valid/test reviews, tokens).
-H6_PAPER_SIZES = {"n_train": 3200, "n_valid": 1600, "n_test": 1600, "seq_len": 500}
+H6_PAPER_SIZES = _subs.H6_PAPER_SIZES
 #: ``kernel_backend`` config value -> the backend name keyed into the kernel-block cache.
 BACKEND_NAMES = {"nt": "neural-tangents", "fast": "ntkrepro.kernels.fast"}
 
@@ -262,9 +276,6 @@ def _resampled(params: Mapping[str, Any], kt: np.ndarray, ks: np.ndarray, y_fit:
     """``boot_accuracy`` and ``curve_accuracy`` of one regression (:mod:`ntkrepro.hron2020.regime`);
     with ``null_pair`` also ``two_draws``, the regression on two disjoint halves of its training
     reviews (:func:`ntkrepro.hron2020.regime.two_draws`: the ordering control's null pair, issue 28)."""
-    from ntkrepro.hron2020.regime import boot_accuracies, curve_accuracies, two_draws
-    from ntkrepro.kernels.inference import kernel_regression
-
     plan, curve = h6_resample_plans(params, kt.shape[0], ks.shape[0])
     pos = y_test.reshape(-1) > 0
 
@@ -286,11 +297,6 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
     """Refit each family's validation-selected (depth, kernel, diag_reg) on the final split
     (paper: 25K train / 25K test) and evaluate it on the final test reviews (with
     ``permute_seed``: the training labels permuted, the negative control)."""
-    from ntkrepro.hron2020.regime import permuted_labels
-
-    from ntkrepro.kernels.blocks import compute_kernel_blocks_sorted, describe
-    from ntkrepro.kernels.inference import accuracy_with_ci, kernel_regression
-
     data = _prepare(params, ctx, final=params["final"])
     x, y, lens = data["x"], dict(data["y"]), data["lengths"]
     if permute_seed is not None:
@@ -304,7 +310,8 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
         kw = dict(block_size=int(params["block_size"]), cache_dir=Path(params["cache_dir"]), get=(sel["kernel"],),
                   dtype=params["dtype"], desc=desc, backend=BACKEND_NAMES[_backend(params)], mask_constant=c)
         k_tt = compute_kernel_blocks_sorted(kfn, x["train"], lens["train"], **kw)[sel["kernel"]]
-        k_st = compute_kernel_blocks_sorted(kfn, x["test"], lens["test"], x["train"], lens["train"], **kw)[sel["kernel"]]
+        k_st = compute_kernel_blocks_sorted(kfn, x["test"], lens["test"], x["train"], lens["train"],
+                                            **kw)[sel["kernel"]]
         pred, jitter = kernel_regression(k_tt, k_st, y["train"], float(sel["diag_reg"]), return_jitter=True)
         acc = accuracy_with_ci(pred, y["test"], n_boot=int(params["n_boot"]), seed=int(params["seed"]))
         out[fam] = {**{k: sel[k] for k in ("label", "depth", "kernel", "diag_reg")},
@@ -315,8 +322,8 @@ def _final_table(params: Mapping[str, Any], ctx, families: Mapping[str, Any], pe
         log.info("final %s: test %.3f [%.3f, %.3f]", FAMILY_LABELS[fam], acc.value, acc.low, acc.high)
     return {"n_train": int(params["final"]["n_train"]), "n_test": int(params["final"]["n_test"]),
             "families": out, "text_stats": data["stats"],
-            "train_resample": h6_resample_record(params, int(params["final"]["n_train"]), int(params["final"]["n_test"]),
-                                                 25000)}
+            "train_resample": h6_resample_record(params, int(params["final"]["n_train"]),
+                                                 int(params["final"]["n_test"]), 25000)}
 
 
 def pad_check_indices(lengths: np.ndarray, n_reviews: int, seed: int) -> np.ndarray:
@@ -341,9 +348,6 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
     padding invariance on the reviews ``pad_idx`` (or ``pad``, when already measured), and the
     two-way bootstrap and learning curve of each regression (:func:`_resampled`). Returns the
     model's entry and its per-review test correctness per kernel."""
-    from ntkrepro.kernels.blocks import compute_kernel_blocks_sorted, describe
-    from ntkrepro.kernels.inference import accuracy, accuracy_with_ci, kernel_regression, select_diag_reg
-
     x, y, lens = data["x"], data["y"], data["lengths"]
     c = float(params["mask_constant"])
     n_boot, seed = int(params["n_boot"]), int(params["seed"])
@@ -378,7 +382,8 @@ def fit_model(params: Mapping[str, Any], data: Mapping[str, Any], family: str, d
             "test_accuracy": acc.as_dict(),
             "jitter": float(jitter),
             "train_accuracy": accuracy(kernel_regression(kt, kt, y["train"], best), y["train"]),
-            **_resampled(params, kt, ks, y["train"], y["test"], best, null_pair=null_pair and family in NULL_PAIR_FAMILIES),
+            **_resampled(params, kt, ks, y["train"], y["test"], best,
+                         null_pair=null_pair and family in NULL_PAIR_FAMILIES),
         }
         log.info("%s %s: diag_reg %g, valid %.3f, test %.3f [%.3f, %.3f]", name, g, best,
                  entry["kernels"][g]["valid_accuracy"], acc.value, acc.low, acc.high)
@@ -422,48 +427,11 @@ def null_ordering_control(body: Mapping[str, Any]) -> dict[str, Any]:
             "control_note": "part (a) judged on Struct (one half of the training reviews) vs Struct (the other half)"}
 
 
-def is_official_archive(sha256: str | None) -> bool:
-    """Whether a recorded archive sha256 is the official ``aclImdb_v1.tar.gz``'s
-    (:data:`ntkrepro.data.imdb.OFFICIAL_SHA256`)."""
-    from ntkrepro.data.imdb import OFFICIAL_SHA256
-
-    return sha256 is not None and str(sha256).lower() == OFFICIAL_SHA256
-
-
-def h6_substitutes(r: Mapping[str, Any]) -> list[str]:
-    """Reductions of an H6 run relative to the paper (for the ledger entry and the figure): sizes,
-    the final table, and the data label from the recorded archive sha256 compared with the official
-    archive's (not from the file name)."""
-    from ntkrepro.data.imdb import OFFICIAL_SHA256
-
-    p = r.get("protocol", {})
-    subs = []
-    if any(int(p.get(k, v)) < v for k, v in H6_PAPER_SIZES.items()):
-        subs.append(f"reduced protocol {p.get('n_train')}/{p.get('n_valid')}/{p.get('n_test')} "
-                    f"train/valid/test at length {p.get('seq_len')} (paper: 3200/1600/1600 at 500, 25K/25K final)")
-    fin = r.get("final") or {}
-    if not fin:
-        subs.append("selection protocol only: verdict on its test split (the 25K/25K final table was not run)")
-    elif int(fin["n_train"]) < 25000 or int(fin["n_test"]) < 25000:
-        subs.append(f"reduced final table {fin['n_train']}/{fin['n_test']} train/test (paper: 25K/25K)")
-    sha = p.get("archive_sha256")
-    if sha is None:
-        subs.append(f"IMDb archive {p.get('archive', '?')}: sha256 not recorded (results of older code), "
-                    "so not confirmed to be the official aclImdb_v1.tar.gz")
-    elif not is_official_archive(sha):
-        subs.append(f"IMDb archive {p.get('archive', '?')} is not the official aclImdb_v1.tar.gz (sha256 "
-                    f"{str(sha)[:12]}... != {OFFICIAL_SHA256[:12]}...): the offline subset "
-                    "(5,000 train / 2,000 test reviews, official layout)")
-    return subs
-
-
 def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     """Compute rule ``H6_hron2020_imdb``: every model of :func:`model_grid` fitted and evaluated
     (:func:`fit_model`), family representatives chosen on validation (:func:`select_families`),
     the final table if configured (:func:`_final_table`). Kernels by the configured
     ``kernel_backend``. The result records its substitutes (:func:`h6_substitutes`) for the figure."""
-    from ntkrepro.hron2020.regime import permuted_labels
-
     data = _prepare(params, ctx)
     pad_idx = pad_check_indices(data["lengths"]["test"], int(params["pad_check"]["n_reviews"]), int(params["seed"]))
     # negative control (issue 21): training and validation labels permuted, the same (cached)
@@ -476,7 +444,8 @@ def run_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
         entry, ok = fit_model(params, data, family, depth, pad_idx, null_pair=True)
         models.append(entry)
         correct.update({(family, depth, g): v for g, v in ok.items()})
-        c_entry, c_ok = fit_model(params, {**data, "y": y_perm}, family, depth, pad_idx, pad=entry["padding_invariance"])
+        c_entry, c_ok = fit_model(params, {**data, "y": y_perm}, family, depth, pad_idx,
+                                  pad=entry["padding_invariance"])
         c_models.append(c_entry)
         c_correct.update({(family, depth, g): v for g, v in c_ok.items()})
     families = select_families(models, correct)
@@ -523,7 +492,6 @@ def write_table(path, models: Sequence[Mapping[str, Any]], families: Mapping[str
     import csv
     import io as _io
 
-    from ntkrepro.io import atomic_path
 
     buf = _io.StringIO()
     w = csv.writer(buf)

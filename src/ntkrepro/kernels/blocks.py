@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ntkrepro.io import PathLike, canonical_hash, read_json, read_npz, write_json, write_npz
+from ntkrepro.kernels.numerics import enable_x64
 from ntkrepro.provenance import DEFAULT_KERNEL_MODULES, kernel_code_fingerprint
 
 log = logging.getLogger("ntkrepro.kernels")
@@ -202,8 +203,6 @@ def compute_kernel_blocks(kernel_fn: Callable[..., Any], x1: Any, x2: Any | None
     def compute(i: int, j: int) -> dict[str, np.ndarray]:
         a, b = x1[rows(i, n1)], x2a[rows(j, n2)]
         if dtype == "float64":
-            from ntkrepro.kernels.numerics import enable_x64
-
             with enable_x64():
                 out = _as_dict(kernel_fn(a, b, get, **kernel_kwargs), get)
         else:

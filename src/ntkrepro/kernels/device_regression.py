@@ -41,6 +41,7 @@ import numpy as np
 
 from ntkrepro.kernels import inference
 from ntkrepro.kernels.inference import SYM_RTOL, CholeskyError, NonFiniteError
+from ntkrepro.kernels.numerics import enable_x64
 
 log = logging.getLogger("ntkrepro.kernels")
 
@@ -213,8 +214,6 @@ class DeviceRegression:
         """``[(predictions, jitter), ...]`` of the model refitted on each ``rows`` of ``rows_list``
         (training rows of ``k_tt``, duplicates allowed), equal to
         ``kernel_regression(k_tt[np.ix_(rows, rows)], k_st[:, rows], y_fit[rows], diag_reg)``."""
-        from ntkrepro.kernels.numerics import enable_x64
-
         k, ks, y = inference._check(k_tt, k_st, y_fit, sym_rtol)
         lam = self._check_reg(diag_reg)
         squeeze = y.ndim == 1
@@ -259,8 +258,6 @@ class DeviceRegression:
 
     def select_diag_reg(self, k_tt, k_vt, y_t, y_v, grid: Sequence[float]):
         """:func:`ntkrepro.kernels.inference.select_diag_reg` with the grid as one batch on the device."""
-        from ntkrepro.kernels.numerics import enable_x64
-
         if len(grid) == 0:
             raise ValueError("empty diag_reg grid")
         k, ks, y = inference._check(k_tt, k_vt, y_t)

@@ -19,7 +19,9 @@ DAG is results -> evaluation -> figures -> entry, without a cycle. ``python -m n
 table`` aggregates all entries (CSV, Markdown, LaTeX).
 
 The map: this package is the public face; each module holds one concern, and each imports only the
-ones above it in this list (none imports a paper package):
+ones above it in this list (none imports a paper package, :mod:`ntkrepro.decisive` or
+:mod:`ntkrepro.verdicts`: those two are clients above the ledger, which owns a claim's record and its
+rendering; ``tests/test_layering.py``):
 
 ==========================================  =====================================================
 module                                      concern
@@ -42,8 +44,16 @@ module                                      concern
 :mod:`ntkrepro.ledger.files`                reading and hashing results files, evaluations and
                                             entries (:func:`load_results`, :func:`read_ledger_file`,
                                             :func:`file_hashes`, :class:`LedgerFileError`)
-:mod:`ntkrepro.ledger.tables`               the claims table: cells, CSV, Markdown (+ details),
-                                            LaTeX (:func:`table_rows`, :func:`write_table`)
+:mod:`ntkrepro.ledger.rows`                 a claim's record as the tables show it: the one row
+                                            model (:class:`~ntkrepro.ledger.rows.ClaimRow`,
+                                            :func:`table_rows`, :func:`summarise`) and every cell
+                                            formatter (long: CSV and report; short: Markdown and
+                                            README; LaTeX), and the decisive tier's entry field,
+                                            cell and tier-table row (:func:`summary`,
+                                            :func:`table_cell`, :func:`tier_row`)
+:mod:`ntkrepro.ledger.tables`               the claims table rendered from the rows: CSV, Markdown
+                                            (+ details, :func:`render`), LaTeX, the tier table
+                                            (:func:`write_table`, :func:`render_tiers`)
 :mod:`ntkrepro.ledger.evaluate`             one claim's criterion and controls applied once
                                             (:func:`make_evaluation`)
 :mod:`ntkrepro.ledger.entries`              the ledger entry: figures, replicates and ``stable``,
@@ -70,9 +80,11 @@ from ntkrepro.ledger.rules import (NAN_NOT_EVIDENCE, UNINFORMATIVE, apply_contro
                                    nan_paths, passes_on_control, sign_status, verdict_of)
 from ntkrepro.ledger.files import (ClaimLookupError, LedgerFileError, file_hashes, load_results, read_ledger_file,
                                    results_root)
-from ntkrepro.ledger.tables import (  # noqa: F401  (_headline: ntkrepro.decisive; the _*short: tested directly)
-    _control_short, _decisive_short, _headline, _stable_short, _tex_escape, control_text, decisive_text, details_path,
-    stability_text, table_rows, write_table)
+from ntkrepro.ledger.rows import (  # noqa: F401  (_headline: ntkrepro.decisive; the _*short: tested directly)
+    COLUMNS, COMPLETE, EMPTY, INCOMPLETE, NOT_A_CLAIM_CELL, STALE, TIER, TIER_COLUMNS, ClaimRow, _control_short,
+    _decisive_short, _headline, _stable_short, _tex_escape, control_text, decisive_short, decisive_text, device_short,
+    headline, stability_text, summarise, summary, table_cell, table_rows, tier_row)
+from ntkrepro.ledger.tables import count_line, details_path, render, render_tiers, write_table
 from ntkrepro.ledger.evaluate import EVALUATE_SCALES, SCALES, evaluate_control, make_evaluation
 from ntkrepro.ledger.entries import (archives_read, attach_decisive, attach_replicates, entry_from_evaluation,
                                      make_entry, replicate_summary)
@@ -85,7 +97,8 @@ from ntkrepro.stats import Interval, PowerLine, Status  # noqa: F401  (re-export
 
 __all__ = [
     # specs
-    "Verdict", "NOT_A_CLAIM", "NOT_A_CLAIM_LABEL", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec", "ClaimSpec",
+    "Verdict", "NOT_A_CLAIM", "NOT_A_CLAIM_LABEL", "Evaluation", "Results", "Amendment", "Correction", "ControlSpec",
+    "ClaimSpec",
     "PREREGISTRATION_FILE", "preregistration", "load_claim_spec",
     # registry
     "register", "ControlFn", "register_control", "register_stored_control", "stored_control", "control_function",
@@ -95,8 +108,12 @@ __all__ = [
     "apply_control_rule", "passes_on_control",
     # files
     "LedgerFileError", "ClaimLookupError", "read_ledger_file", "load_results", "results_root", "file_hashes",
+    # rows
+    "ClaimRow", "COLUMNS", "TIER_COLUMNS", "NOT_A_CLAIM_CELL", "TIER", "COMPLETE", "INCOMPLETE", "STALE", "EMPTY",
+    "control_text", "stability_text", "decisive_text", "headline", "decisive_short", "device_short", "table_rows",
+    "summarise", "summary", "table_cell", "tier_row",
     # tables
-    "control_text", "stability_text", "decisive_text", "table_rows", "details_path", "write_table",
+    "details_path", "write_table", "render", "count_line", "render_tiers",
     # evaluate
     "SCALES", "EVALUATE_SCALES", "evaluate_control", "make_evaluation",
     # entries

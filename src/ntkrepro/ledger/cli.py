@@ -22,7 +22,8 @@ from ntkrepro.ledger.tables import write_table
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: ``evaluate`` (one claim's criterion), ``entry`` (its ledger entry), ``table`` (aggregate), ``check`` (CI)."""
+    """CLI: ``evaluate`` (one claim's criterion), ``entry`` (its ledger entry), ``table`` (aggregate), ``check``
+    (CI)."""
     ap = argparse.ArgumentParser(prog="python -m ntkrepro.ledger",
                                  description="The claims ledger: pre-registered criteria, verdicts and the "
                                              "aggregate claims table.")
@@ -82,7 +83,8 @@ def _run(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         try:
             get_claim(args.claim)
         except KeyError as err:
-            raise ClaimLookupError(f"unknown claim {args.claim!r} ({err.args[0] if err.args else err}); registered claims: "
+            why = err.args[0] if err.args else err
+            raise ClaimLookupError(f"unknown claim {args.claim!r} ({why}); registered claims: "
                                    f"{', '.join(registered_claims())}") from None
         missing = [p for p in args.results if not Path(p).is_file()]
         if missing:

@@ -3,7 +3,8 @@
 :func:`entry_from_evaluation` makes the entry ``results/claims/<ID>.json`` from the claim's evaluation;
 the headline entry (replicate 0) carries every replicate's summary and ``stable``
 (:func:`attach_replicates`; :mod:`ntkrepro.replicates`) and the archived decisive run judged now
-(:func:`attach_decisive`; :mod:`ntkrepro.decisive`).
+(:func:`attach_decisive`; judged by :mod:`ntkrepro.decisive`, summarised by
+:func:`ntkrepro.ledger.rows.summary`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ntkrepro.io import content_sha256
 from ntkrepro.ledger.evaluate import make_evaluation
 from ntkrepro.ledger.files import LedgerFileError, read_ledger_file
 from ntkrepro.ledger.specs import Results
-from ntkrepro.ledger.tables import _headline
+from ntkrepro.ledger.rows import _headline, summary
 
 
 #: Suffixes of the DAG's own intermediate files (shard results), which are not data archives.
@@ -88,21 +89,19 @@ def make_entry(claim_id: str, results: Results, *, scale: str, figures: Sequence
 
 
 # --------------------------------------------------------------------------------------------
-# The decisive tier (issue 29; ntkrepro.decisive): the archived decisive run judged now, beside this run
+# The decisive tier (issue 29): the archived decisive run judged now (ntkrepro.decisive), beside this run
 
 
 def attach_decisive(entry: dict[str, Any], paths: Sequence[str | Path]) -> dict[str, Any]:
     """Copy the claim's decisive evaluation (:func:`ntkrepro.decisive.judge`, at most one file) into the
-    entry's ``decisive`` field (:func:`ntkrepro.decisive.summary`) and record its sha256 (hash chain)."""
+    entry's ``decisive`` field (:func:`ntkrepro.ledger.rows.summary`) and record its sha256 (hash chain)."""
     if not paths:
         return entry
     if len(paths) != 1:
         raise LedgerFileError(f"{entry.get('id')}: one decisive evaluation expected, got {len(paths)}")
-    from ntkrepro import decisive
-
     rec = read_ledger_file(paths[0], "decisive evaluation")
     if rec.get("id") != entry.get("id"):
         raise LedgerFileError(f"{paths[0]} is the decisive evaluation of {rec.get('id')!r}, not {entry.get('id')}")
-    entry["decisive"] = decisive.summary(rec)
+    entry["decisive"] = summary(rec)
     entry["decisive_sha256"] = {str(paths[0]): content_sha256(paths[0])}
     return entry

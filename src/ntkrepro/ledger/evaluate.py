@@ -14,7 +14,7 @@ from ntkrepro import provenance as _prov
 from ntkrepro.ledger.registry import control_function, get_claim
 from ntkrepro.ledger.rules import apply_control_rule, apply_nan_rule
 from ntkrepro.ledger.specs import NOT_A_CLAIM, NOT_A_CLAIM_LABEL, ClaimSpec, ControlSpec, Results, Verdict
-from ntkrepro.ledger.tables import _headline
+from ntkrepro.ledger.rows import _headline
 from ntkrepro.papers import PAPERS
 from ntkrepro.stats import Status
 

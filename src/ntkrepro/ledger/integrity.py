@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ntkrepro.io import TamperedFileError, content_sha256
+from ntkrepro.io import TamperedFileError, content_sha256, read_json, sha256_file
 from ntkrepro.ledger.entries import replicate_summary
 from ntkrepro.ledger.files import LedgerFileError, load_results, read_ledger_file
+from ntkrepro.ledger.rows import control_text, summary
 from ntkrepro.ledger.rules import passes_on_control
-from ntkrepro.ledger.specs import NOT_A_CLAIM, Verdict
-from ntkrepro.ledger.tables import control_text
+from ntkrepro.ledger.specs import NOT_A_CLAIM, Verdict, preregistration
 
 
 _CHAIN_ADDED = {"figures", "figures_note", "replicates", "stable", "evaluation_sha256", "replicate_entries_sha256",
@@ -195,7 +195,8 @@ def check_controls(e: Mapping[str, Any]) -> list[str]:
         if c.get("verdict") not in _verdicts(e):
             problems.append(f"{cid}: control {c.get('name')!r} has bad verdict {c.get('verdict')!r}")
         elif bool(c.get("rejected")) != (c["verdict"] == Verdict.NOT_REPRODUCED.value):
-            problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} but verdict {c['verdict']}")
+            problems.append(f"{cid}: control {c.get('name')!r}: rejected={c.get('rejected')!r} "
+                            f"but verdict {c['verdict']}")
     if e.get("verdict") == Verdict.REPRODUCED.value and any(passes_on_control(c, e.get("parts")) for c in controls):
         problems.append(f"{cid}: reproduced although a control passes the criterion too "
                         f"({control_text(e)})")
@@ -229,8 +230,6 @@ def check_seed_claim(e: Mapping[str, Any]) -> list[str]:
     if not reported and e.get("verdict") == NOT_A_CLAIM:
         problems.append(f"{cid}: verdict {NOT_A_CLAIM!r} on an entry that does not say seed_claim = false")
     try:
-        from ntkrepro.ledger.specs import preregistration
-
         spec = preregistration(str(e.get("paper")))[cid]
     except (KeyError, ValueError, FileNotFoundError, ModuleNotFoundError):
         return problems  # an unknown claim is reported elsewhere (the chain, the DAG's list)
@@ -240,10 +239,32 @@ def check_seed_claim(e: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def check_decisive(e: Mapping[str, Any]) -> list[str]:
-    """``ledger check`` of an entry's decisive field (:func:`ntkrepro.decisive.check_entry`)."""
-    if not e.get("decisive_sha256"):
-        return [f"{e.get('id')}: a decisive field without decisive_sha256 (edited by hand?)"] if e.get("decisive") else []
-    from ntkrepro import decisive
-
-    return decisive.check_entry(e)
+def check_decisive(e: Mapping[str, Any], root: str | Path = ".") -> list[str]:
+    """``ledger check`` of an entry's decisive field, its hash chain: the decisive evaluation it copied
+    (``decisive_sha256``) is unchanged, the field is that evaluation's summary
+    (:func:`ntkrepro.ledger.rows.summary`), and every archived cell the evaluation read is there and
+    unchanged (sha256). Whether each archived cell is sealed, in budget and computed by today's code
+    (not STALE) is checked above the ledger, by ``python -m ntkrepro.decisive verify --claims-dir``
+    (:func:`ntkrepro.decisive.check_entry`): the ledger imports no compute code (issue 40 item 1)."""
+    cid = e.get("id", "?")
+    want = e.get("decisive_sha256")
+    if not want:
+        return [f"{cid}: a decisive field without decisive_sha256 (edited by hand?)"] if e.get("decisive") else []
+    problems = []
+    for rel, sha in dict(want).items():
+        p = Path(root) / rel
+        if not p.is_file():
+            return [f"{cid}: decisive evaluation {p} is missing"]
+        if content_sha256(p) != sha:
+            return [f"{cid}: decisive evaluation {p} changed after the entry was written; rerun snakemake"]
+        rec = read_json(p)
+        if summary(rec) != e.get("decisive"):
+            problems.append(f"{cid}: the entry's decisive field differs from {p} (edited by hand?)")
+        for cell, csha in (rec.get("cells_sha256") or {}).items():
+            cp = Path(root) / cell
+            if not cp.is_file():
+                problems.append(f"{cid}: archived cell {cp} is missing")
+            elif sha256_file(cp) != csha:
+                problems.append(f"{cid}: archived cell {cp} changed after the decisive evaluation read it; "
+                                "rerun snakemake")
+    return problems

@@ -25,7 +25,8 @@ def decide(*, reproduced: bool, refuted: bool) -> Verdict:
 
 
 def sign_status(diff: Interval) -> Status:
-    """``holds`` if the CI of a difference A - B lies wholly above 0, ``refuted`` if wholly below, else ``undecided``."""
+    """``holds`` if the CI of a difference A - B lies wholly above 0, ``refuted`` if wholly below, else
+    ``undecided``."""
     return at_least(diff, 0.0)
 
 

@@ -79,7 +79,7 @@ class Pair(NamedTuple):
 def _nt_stax():
     """neural-tangents' ``stax`` (through ``ntkrepro.nt.nt``: ``ntkrepro.nt.stax`` may be pointed at
     this module's layers while a builder runs, see :mod:`.bridge`)."""
-    from ntkrepro.nt import nt
+    from ntkrepro.nt import nt  # here: neural-tangents is optional for the fast kernels (docs/kernels.md)
 
     return nt.stax
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ntkrepro.kernels._src.engine import FastKernelFn, iter_leaves, nt_kernel_fn
 from ntkrepro.kernels._src.layers import Conv, GlobalSelfAttention, Layer
+from ntkrepro.kernels.blocks import block_grid
 
 
 def _flops(leaf: Layer, plan, nk: int) -> tuple[float, float]:
@@ -193,8 +194,6 @@ def measure_fast(model: Layer, x1: Any, x2: Any, mask_constant: float | None, re
 def block_pairs(n1: int, n2: int | None, block_size: int) -> int:
     """Input pairs computed for an ``n1 x n2`` kernel in blocks (``n2=None``: symmetric ``K(X, X)``,
     upper block triangle)."""
-    from ntkrepro.kernels.blocks import block_grid
-
     sym = n2 is None
     n2v = n1 if sym else n2
     total = 0

@@ -88,7 +88,7 @@ def from_stax_builder(builder: Callable[..., Any], *args: Any, **kwargs: Any) ->
     """The ``fast`` description of the model ``builder(*args, **kwargs)`` returns, built with
     ``stax``: the ``fast`` model it returns, or the model whose ``stax`` triple (or one of its
     functions, e.g. the ``kernel_fn``) it returns. Anything else is a ``ValueError``."""
-    import ntkrepro.nt as nt_module
+    import ntkrepro.nt as nt_module  # here: neural-tangents is optional for the fast kernels
 
     recorder = _Recorder(nt_module.available())
     # the module's own attribute, not __getattr__: reading nt_module.stax would import neural-tangents

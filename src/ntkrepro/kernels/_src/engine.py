@@ -24,9 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.kernels._src import layers as L
 from ntkrepro.kernels._src.base import Info, convert_pair
 from ntkrepro.kernels._src.combinators import FanOut
-from ntkrepro.kernels._src.layers import Layer, Pair, Plan, Single, fast_inputs, input_pair, input_single
+from ntkrepro.kernels._src.layers import (FanInSum, Identity, Layer, Pair, Plan, Single, fast_inputs, input_pair,
+                                          input_single)
+from ntkrepro.kernels.numerics import MATMUL_PRECISION, matmul_precision
 
 BACKENDS = ("nt", "fast")
 #: Bytes per chunk of pairs on accelerators.
@@ -94,8 +97,6 @@ def trailing_margin(model: Layer, plan: Plan) -> int | None:
     is masked iff its window centre is, and reads :math:`k - 1 - \lfloor (k-1)/2\rfloor` positions
     past it), 0 for ``SAME``. ``None`` if a layer depends on the array length itself (``Flatten``
     divides by all positions, masked or not; ``AvgPool``) or is not a layer listed here."""
-    from ntkrepro.kernels._src import layers as L
-
     margin = 0
     for leaf, _ in iter_leaves(model, plan):
         if isinstance(leaf, L.Conv):
@@ -146,8 +147,6 @@ def _runs_eagerly(leaf: Layer, plan: Plan) -> bool:
     copy of the arrays. A ``FanOut`` that extracts a diagonal for a branch (full -> diag, the
     Residual family's identity branch) is compiled: run eagerly, its gather dispatched op by op
     cost about 10 % of the Residual kernel at S = 64."""
-    from ntkrepro.kernels._src.layers import FanInSum, FanOut, Identity
-
     if isinstance(leaf, FanOut):
         return all(m == plan.in_mode for m in _modes(plan.out_mode))
     return isinstance(leaf, (FanInSum, Identity))
@@ -166,8 +165,6 @@ class FastKernelFn:
 
     def __init__(self, model: Layer, *, memory_budget: int | None = None, rows: int | None = None,
                  split_layers: bool | None = None, trim: bool = True, precision: str | None = None):
-        from ntkrepro.kernels.numerics import MATMUL_PRECISION
-
         self.precision = MATMUL_PRECISION if precision is None else str(precision)
         if memory_budget is None:
             import jax
@@ -287,8 +284,6 @@ class FastKernelFn:
 
     def profile_layers(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         """:meth:`_profile_layers` under this kernel's matmul precision."""
-        from ntkrepro.kernels.numerics import matmul_precision
-
         with matmul_precision(self.precision):
             return self._profile_layers(*args, **kwargs)
 
@@ -386,8 +381,6 @@ class FastKernelFn:
     def __call__(self, *args: Any, **kwargs: Any):
         """:meth:`_call` under ``jax.default_matmul_precision(self.precision)`` (traced into every
         computation it compiles, and part of JAX's compilation cache key)."""
-        from ntkrepro.kernels.numerics import matmul_precision
-
         with matmul_precision(self.precision):
             return self._call(*args, **kwargs)
 
