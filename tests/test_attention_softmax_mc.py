@@ -240,7 +240,8 @@ def test_reproducible_symmetric_and_block_and_chunk_invariant():
         a = np.asarray(getattr(full, g))
         np.testing.assert_array_equal(a, np.asarray(getattr(again, g)))  # same seed: same numbers
         np.testing.assert_allclose(a, a.T, rtol=1e-10)  # swap-closed draws: K(X, X) symmetric
-        np.testing.assert_allclose(np.asarray(getattr(block, g)), a[:2, 1:], rtol=1e-7)  # entry = f(x, y, seed) (Relu: exact angle on K(X, X) only)
+        # entry = f(x, y, seed) (Relu: exact angle on K(X, X) only)
+        np.testing.assert_allclose(np.asarray(getattr(block, g)), a[:2, 1:], rtol=1e-7)
         np.testing.assert_allclose(np.asarray(getattr(chunked, g)), a, rtol=1e-10)  # chunking does not matter
         assert np.max(np.abs(np.asarray(getattr(other, g)) - a)) > 1e-6  # another seed: other draws
 

@@ -115,7 +115,7 @@ _LIVE = 24
 
 
 def psd_sqrt(m: Any) -> Any:
-    """Symmetric PSD square root of (a batch of) symmetric matrices: eigenvalues below
+    r"""Symmetric PSD square root of (a batch of) symmetric matrices: eigenvalues below
     :math:`10\,n\,\epsilon\,\lambda_{max}` (rounding noise of a singular matrix, e.g. masked
     positions or the pair :math:`(x, x)`, whose square root would be :math:`O(\sqrt\epsilon)`) set to 0."""
     w, u = jnp.linalg.eigh(m)
