@@ -19,6 +19,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from ntkrepro.kernels import fast  # noqa: E402
 from ntkrepro.kernels._src import attention_mc as mc  # noqa: E402
+from ntkrepro.kernels._src import mc_replicates as mcr  # noqa: E402
 from ntkrepro.kernels.numerics import enable_x64  # noqa: E402
 
 QS, KS, OS, VS, BS = 1.1, 0.9, 1.2, 0.8, 0.2
@@ -128,7 +129,7 @@ def test_identity_through_the_engine_with_masks_matches_neural_tangents():
         x[2, 4:] = 0.0
         model = fast.serial(fast.Dense(8, W_std=1.3, b_std=0.3), gsa("IDENTITY", samples=1000), fast.Relu(),
                             fast.Dense(8, W_std=1.1), fast.Flatten())
-        res = mc.mc_kernel(model, x, None, ("nngp", "ntk"), replicates=4, mask_constant=0.0)
+        res = mcr.mc_kernel(model, x, None, ("nngp", "ntk"), replicates=4, mask_constant=0.0)
         ref = fast.kernel_fn(model, "nt")(x, None, ("nngp", "ntk"), mask_constant=0.0)
     for g in ("nngp", "ntk"):
         want = np.asarray(getattr(ref, g))
@@ -235,7 +236,7 @@ def test_reproducible_symmetric_and_block_and_chunk_invariant():
         chunked = fast.kernel_fn(fast.serial(fast.Dense(8, W_std=1.3, b_std=0.3),
                                              gsa("SOFTMAX", samples=64, seed=7, mc_chunk=3), fast.Relu(),
                                              fast.Dense(8), fast.Flatten()), "fast", rows=1)(x, None, ("nngp", "ntk"))
-        other = fast.kernel_fn(mc.with_seed(model, 1), "fast")(x, None, ("nngp", "ntk"))
+        other = fast.kernel_fn(mcr.with_seed(model, 1), "fast")(x, None, ("nngp", "ntk"))
     for g in ("nngp", "ntk"):
         a = np.asarray(getattr(full, g))
         np.testing.assert_array_equal(a, np.asarray(getattr(again, g)))  # same seed: same numbers
@@ -266,7 +267,7 @@ def test_refusals():
         with pytest.raises(exc):
             fast.kernel_fn(model, "fast")(x, None)
     with pytest.raises(ValueError):
-        mc.mc_kernel(fast.serial(fast.Dense(4), fast.Flatten()), x)
+        mcr.mc_kernel(fast.serial(fast.Dense(4), fast.Flatten()), x)
 
 
 def test_flop_count_and_small_benchmark():

@@ -107,7 +107,7 @@ Medians over 3 interleaved runs (speed-up = fast pairs/s over neural-tangents pa
 
 from __future__ import annotations
 
-from ntkrepro.kernels._src.attention_mc import mc_kernel
+from ntkrepro.kernels._src.mc_replicates import mc_kernel
 from ntkrepro.kernels._src.bench import flop_count
 from ntkrepro.kernels._src.bridge import from_stax_builder
 from ntkrepro.kernels._src.engine import BACKENDS, FastKernelFn, kernel_fn, nt_kernel_fn

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ntkrepro.kernels._src.attention_mc import pair_mc, single_mc
 from ntkrepro.kernels._src.base import (Array, Info, Layer, Pair, Single, _affine, _mask_pair, _mask_single, _nt_stax, _size,
                                         _stack, enum_value, stax_keywords)
 
@@ -166,8 +167,6 @@ class GlobalSelfAttention(Layer):
 
     def single(self, st, plan):
         if not self.linear_scaling:
-            from ntkrepro.kernels._src.attention_mc import single_mc
-
             out = _affine(single_mc(self, st.cov, st.mask, plan.out_mode), self.W_out_std * self.W_value_std,
                           self.b_std)
             return Single(_mask_single(out, st.mask, plan.out_mode), st.mask), (st.cov, st.mask)
@@ -209,8 +208,6 @@ class GlobalSelfAttention(Layer):
 
     def _pair_mc(self, p, aux1, aux2, plan):
         """``linear_scaling=False``: :func:`.attention_mc.pair_mc` on the block, in this layout."""
-        from ntkrepro.kernels._src.attention_mc import pair_mc
-
         (c1, m1), (c2, m2) = aux1, aux2
         k = jnp.transpose(p.k[:, :, 0], (0, 2, 1, 3))  # (n1, n2, S, S)
         theta = {"array": lambda: jnp.transpose(p.k[:, :, 1], (0, 2, 1, 3)), "copy": lambda: k,
