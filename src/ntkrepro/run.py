@@ -45,6 +45,7 @@ except ImportError:  # a bare environment (jax, numpy, scipy only: the GPU scrip
         return iterable
 
 from ntkrepro import provenance as _prov
+from ntkrepro.kernels.allocator import keep_freed_memory
 from ntkrepro.io import PathLike, seal, to_jsonable, write_json
 
 T = TypeVar("T")
@@ -199,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out-extra", nargs="*", default=[], help="name=path of further outputs")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # before any array is allocated: no page faults per freed buffer (ntkrepro.kernels.allocator)
+    log.info("allocator: %s", keep_freed_memory() or "unchanged (not glibc)")
     outputs = {}
     for item in args.out_extra:
         name, _, path = item.partition("=")

@@ -37,7 +37,10 @@ DEFAULT_MEMORY_BUDGET = 512 * 2 ** 20
 #: Bytes per chunk of pairs on the CPU: arrays above glibc's mmap threshold (32 MiB) are mapped
 #: fresh on every allocation, and the page faults cost as much system time as the computation's
 #: user time (H4 default, 50 x 50 blocks at S = 64: 1.5 s user + 1.3 s system at 512 MiB,
-#: 1.8 s + 0.1 s at 32 MiB, 2.8 s + 0.04 s at 8 MiB).
+#: 1.8 s + 0.1 s at 32 MiB, 2.8 s + 0.04 s at 8 MiB). With
+#: :func:`ntkrepro.kernels.allocator.keep_freed_memory` (no mmap at all) larger chunks pay off: one H4
+#: Struct block of 250 x 250 images, CPU user + system s: 9.9 + 0.34 at 32 MiB, 7.8 + 0.22 at 64,
+#: 6.8 + 0.24 at 128, 6.6 + 0.34 at 256 (9.1 + 3.1 at 32 MiB without it; 2026-12-06, shared CPU).
 CPU_MEMORY_BUDGET = 32 * 2 ** 20
 #: Inputs with at least this many positions run one XLA computation per layer (see ``pair``).
 SPLIT_MIN_POSITIONS = 32
