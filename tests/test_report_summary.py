@@ -126,5 +126,7 @@ def test_the_summary_fits_on_page_one(tmp_path, monkeypatch):
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout[-3000:]
     aux = (out / "r.aux").read_text()
-    pages = dict(re.findall(r"\\newlabel\{(summary-table-end|summary-end)\}\{\{[^}]*\}\{(\d+)\}", aux))
-    assert pages == {"summary-table-end": "1", "summary-end": "1"}, aux[:2000]
+    pages = dict(re.findall(r"\\newlabel\{(summary-table-end|summary-end|fig:verdicts-per-tier)\}\{\{[^}]*\}\{(\d+)\}",
+                            aux))
+    assert pages == {"summary-table-end": "1", "summary-end": "1", "fig:verdicts-per-tier": "1"}, aux[:2000]
+    assert "Overfull" not in (out / "r.log").read_text()
