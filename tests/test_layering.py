@@ -460,3 +460,56 @@ def test_every_papers_criteria_import_without_jax():
     assert "ntkrepro.hron2020.claims" in loaded
     bad = [m for m in loaded if not m.startswith("ntkrepro.") or _in(m, HRON_COMPUTE)]
     assert not bad, f"importing the criteria loads {bad}"
+
+
+# ---- issue 40 item 6: no module of src/ over MAX_MODULE_LINES lines ------------------------------------------
+#: The longest a module of ``src/`` may be; longer ones are split along their seams into smaller public modules
+#: (the old import path re-exporting every name), as ``stats``, ``arda2026.scaling``, ``hron2020.claims`` and
+#: ``hazelden2026.claims`` were.
+MAX_MODULE_LINES = 600
+
+
+def long_modules(root: Path | None = None) -> dict[str, int]:
+    """``module -> lines`` of every ``.py`` file under ``root`` (default :data:`SRC`) over :data:`MAX_MODULE_LINES`."""
+    root = SRC if root is None else root
+    return {str(f.relative_to(root)): n for f in sorted(root.rglob("*.py"))
+            if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+
+
+def test_no_src_module_is_over_600_lines():
+    long = long_modules()
+    assert not long, f"src/ modules over {MAX_MODULE_LINES} lines (split them along their seams): {long}"
+
+
+def test_the_line_count_sees_a_long_module(tmp_path):
+    (tmp_path / "ntkrepro").mkdir()
+    (tmp_path / "ntkrepro" / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    (tmp_path / "ntkrepro" / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    assert long_modules(tmp_path) == {"ntkrepro/long.py": MAX_MODULE_LINES + 1}
+
+
+def test_the_split_modules_keep_their_old_names():
+    """Every name the four split modules defined before the split is still importable from its old path, as the
+    same object as in its new home (the claim map and the rules name ``ntkrepro.arda2026.scaling:aggregate_a1``)."""
+    from ntkrepro import stats
+    from ntkrepro.arda2026 import scaling, scaling_aggregate, scaling_tasks
+    from ntkrepro.hazelden2026 import claims as gclaims
+    from ntkrepro.hazelden2026 import g3_points
+    from ntkrepro.hron2020 import claims as hclaims
+    from ntkrepro.hron2020 import criteria_parts
+    from ntkrepro.stats import associations, crossed, intervals, paired, power
+
+    for name in ("Interval", "Status", "PowerLine", "MAX_EXTRAPOLATION", "bootstrap_ci", "power_line", "sign_test",
+                 "paired_test_power", "spearman_permutation_test", "crossed_bootstrap", "powerlaw_wls_fit"):
+        homes = [m for m in (intervals, power, paired, associations, crossed) if name in vars(m)]
+        assert len(homes) >= 1 and getattr(stats, name) is getattr(homes[0], name), name
+    for name in ("aggregate_a1", "aggregate_a2", "aggregate_a3", "summarise", "untrained_rows"):
+        assert getattr(scaling, name) is getattr(scaling_aggregate, name)
+    for name in ("tasks", "shard_tasks", "n_shards", "seed_groups", "teacher_kinds", "METRICS_A1", "POINT"):
+        assert getattr(scaling, name) is getattr(scaling_tasks, name)
+    for name in ("h3_slope", "apply_regime", "model_gain", "h4_depth_contrast", "h5_paired_differences"):
+        assert getattr(hclaims, name) is getattr(criteria_parts, name)
+    for name in ("G3_SAME_RUN_RTOL", "_distinct_points", "_seed_bootstrap_spearman"):
+        assert getattr(gclaims, name) is getattr(g3_points, name)
+    # the computation the archived A1 cells hash stays in scaling (ntkrepro.decisive_cells.COMPUTE_CODE)
+    assert scaling.run_a1_cell.__module__ == scaling.train_student.__module__ == "ntkrepro.arda2026.scaling"

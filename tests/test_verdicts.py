@@ -129,3 +129,87 @@ def test_sync_refuses_what_is_not_a_verdict_table(tmp_path):
     (tmp_path / "no_markers.md").write_text("nothing")
     with pytest.raises(ValueError, match="no marker"):
         verdicts.sync_readme(tmp_path / "no_markers.md", table)
+
+
+# ---- issue 40 item 5: the README opens with findings generated from the same snapshot ----------------------
+
+def _sentences(text: str) -> list[str]:
+    import re
+
+    return [s for s in re.split(r"(?<=\.) (?=[A-Z*])", text.strip()) if s]
+
+
+def test_readme_opens_with_the_findings_of_the_snapshot(repo_root):
+    import re
+
+    text = (repo_root / "README.md").read_text()
+    summary = json.loads((repo_root / "docs" / "verdicts.json").read_text())
+    sec = verdicts.readme_section(text, verdicts.FINDINGS_BEGIN, verdicts.FINDINGS_END)
+    assert sec == verdicts.findings(summary), (
+        "README's findings differ from docs/verdicts.json: run "
+        "`.venv/bin/python -m ntkrepro.verdicts --sync-readme docs/verdicts.json README.md`")
+    # they open the README: only the title is above them
+    assert text.index(verdicts.FINDINGS_BEGIN) < text.index("\n\n", text.index("\n") + 1) + 2
+    assert 2 <= len(_sentences(sec)) <= 3, _sentences(sec)
+    # the counts are the snapshot's: 19 claims of the seeds (G4 and F5 named, not counted; CLAIMS.md rule 9)
+    rows = summary["rows"]
+    judged = [r["default (this run)"].split(" (", 1)[0] for r in rows
+              if r["default (this run)"] != verdicts.NOT_A_CLAIM_CELL]
+    m = re.search(r"Of the (\d+) claims of the seeds, .*? finds (\d+) reproduced, (\d+) not reproduced and "
+                  r"(\d+) inconclusive", sec)
+    assert m, sec
+    assert [int(g) for g in m.groups()] == [len(judged), judged.count("reproduced"), judged.count("not reproduced"),
+                                            judged.count("inconclusive")]
+    assert len(judged) == 19 and "G4 and F5 (not claims of the seeds" in sec
+    # the decisive tier: every complete tier's verdict is named, and each claim awaiting its run with why
+    tiers = {t["claim"]: t for t in summary["tiers"]}
+    done = [c for c, t in tiers.items() if t["archived cells"].split("/")[0] == t["archived cells"].split("/")[1]]
+    m = re.search(r"has judged (\d+) of them: ([^.]*)\.", sec)
+    assert m and int(m.group(1)) == len(done), sec
+    for c in done:
+        assert re.search(rf"\b{c}\b[^;]* {re.escape(tiers[c]['verdict (current criteria)'])}\b", m.group(2)), (c, sec)
+    for c in set(tiers) - set(done):
+        have, planned = tiers[c]["archived cells"].split("/")
+        assert f"{c} (" in sec and f"({have} of {planned} cells" in sec, (c, sec)
+    assert "H4 (CIFAR-10" in sec and "incomplete (3 of 8 cells archived)" in sec
+    assert "H6 (IMDb" in sec and "has not run yet (0 of 4 cells)" in sec
+
+
+def test_sync_readme_is_idempotent(tmp_path, repo_root):
+    import shutil
+
+    readme = tmp_path / "README.md"
+    shutil.copy(repo_root / "README.md", readme)
+    summary = str(repo_root / "docs" / "verdicts.json")
+    assert verdicts.main(["--sync-readme", summary, str(readme)]) == 0
+    once = readme.read_text()
+    assert once == (repo_root / "README.md").read_text()
+    assert verdicts.main(["--sync-readme", summary, str(readme)]) == 0
+    assert readme.read_text() == once
+
+
+def test_the_readme_stays_a_front_door(repo_root):
+    """At most 220 lines; the two commands (run everything, run the tests) and the claim map stay in it."""
+    from ntkrepro import claim_map
+
+    text = (repo_root / "README.md").read_text()
+    assert len(text.splitlines()) <= 220
+    assert ".venv/bin/snakemake all --profile profiles/local" in text and ".venv/bin/pytest" in text
+    assert claim_map.readme_section(text)
+
+
+def test_findings_of_a_made_up_snapshot():
+    rows = [{"id": "H1", "default (this run)": "reproduced"},
+            {"id": "H2", "default (this run)": "not reproduced"},
+            {"id": "H3", "default (this run)": "inconclusive (uninformative: holds in a control too)"},
+            {"id": "H4", "default (this run)": "inconclusive"},
+            {"id": "G4", "default (this run)": verdicts.NOT_A_CLAIM_CELL}]
+    tiers = [{"claim": "H4", "archived cells": "2/2", "verdict (current criteria)": "STALE: not used"},
+             {"claim": "H3", "archived cells": "4/4", "verdict (current criteria)": "reproduced"},
+             {"claim": "H2", "archived cells": "1/4", "verdict (current criteria)": "INCOMPLETE: no verdict yet"}]
+    text = verdicts.render_findings(rows, tiers, {"H2": "short name"})
+    assert "Of the 4 claims of the seeds" in text and "finds 1 reproduced, 1 not reproduced and 2 inconclusive" in text
+    assert "G4 (not claims of the seeds" in text and "has judged 1 of them: H3 reproduced." in text
+    assert "H2 (short name; not reproduced by default): its decisive run is incomplete (1 of 4 cells archived)" in text
+    assert "H4 (inconclusive by default): its archived cells are STALE" in text
+    assert len(_sentences(verdicts.render_findings(rows[:1]))) == 1  # no tier: one sentence

@@ -3,7 +3,10 @@
 ``paper/replication_report.tex.j2`` (Jinja2 with LaTeX-safe delimiters ``<< >>`` / ``<% %>``) is
 rendered with: the papers, each paper's hand-written section ``paper/sections/<paper>.tex``, its
 claims' ledger entries and its figures; the aggregate claims table comes from
-``results/claims/claims_table.tex``. ``latexmk -pdf`` then builds the PDF. Without a LaTeX
+``results/claims/claims_table.tex``. The first page is a summary of every claim from the same ledger entries
+and row model (:func:`ntkrepro.ledger.tables.summary_tex`: id, short name, the verdict of each tier, headline
+with its interval) and a figure of the verdicts per tier (:func:`ntkrepro.ledger.tables.verdict_figure_tex`).
+``latexmk -pdf`` then builds the PDF. Without a LaTeX
 toolchain the build stops with a message naming what to install.
 """
 
@@ -20,6 +23,7 @@ from typing import Any
 
 from ntkrepro.io import atomic_path, read_json
 from ntkrepro.ledger import PAPERS, _tex_escape
+from ntkrepro.ledger.tables import summary_tex, verdict_figure_tex
 from ntkrepro.ledger.specs import NOT_A_CLAIM
 
 INSTALL_HINT = (
@@ -78,7 +82,9 @@ def render(template: Path, entries: Sequence[Mapping[str, Any]], figures: Mappin
     return env.get_template(template.name).render(
         papers=papers, scale=scale, counts=counts, n_claims=len(judged), not_claims=not_claims,
         not_a_claim=NOT_A_CLAIM, stability=stability,
-        table=Path(table_tex).read_text())
+        table=Path(table_tex).read_text(),
+        # the first page (issue 40 item 5): every claim in one table, and the verdicts per tier, from the ledger
+        summary=summary_tex(entries), verdict_figure=verdict_figure_tex(entries))
 
 
 def _claim_key(cid: str) -> tuple[int, int]:

@@ -13,6 +13,9 @@ from typing import Any
 import numpy as np
 from scipy import stats as _st
 
+from ntkrepro.hazelden2026.g3_points import (  # noqa: F401  (split out, issue 40; re-exported)
+    G3_SAME_RUN_RTOL, _distinct_points, _key, _learned, _learning_score, _seed_bootstrap_spearman,
+    _spearman_fast, _within_model_spearman)
 from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register,
                              register_control, register_stored_control, verdict_of)
 from ntkrepro.stats import (NotePowerLine, mean_t_interval, Interval, PowerLine, Status, at_least, at_most,
@@ -35,7 +38,7 @@ G2_KINDS = {"attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h",
 #: G3 thresholds (criterion version 5).
 G3_REF_SCALE = 1.0          # reference initialisation: recurrent weights N(0, 1/H), the classical critical scale
 G3_LOW_RANK_RATIO = 0.5     # low rank: PR(g) at most half the PR at g = 1 (upper end of the seed interval)
-G3_SAME_RUN_RTOL = 0.01     # runs whose PR and loss ratio agree within 1% are one point (the same network)
+# G3_SAME_RUN_RTOL = 0.01: runs within 1 % are one point (ntkrepro.hazelden2026.g3_points, imported above)
 G3_MAX_DIVERGED = 1 / 3     # more diverged runs than this share: inconclusive
 G3_MIN_SEEDS = 5            # fewer seeds: the bootstrap over seeds is not trusted (undecided)
 G3_MIN_RUNS = 10            # fewer distinct non-diverged runs: the correlation is not trusted (undecided)
@@ -211,88 +214,6 @@ def control_g2_bias_dropped(results: Results) -> Results:
 def _mean_t_interval(values: list[float] | np.ndarray, level: float = 0.95) -> Interval:
     """Mean over seeds with its Student-t interval (:func:`ntkrepro.stats.mean_t_interval`)."""
     return mean_t_interval(values, level, unit="seed")
-
-
-def _learned(u: dict[str, Any]) -> bool:
-    """A run learned (has a usable loss ratio) unless it diverged or its loss ratio is not finite."""
-    return not u["diverged"] and bool(np.isfinite(u["loss_ratio"]))
-
-
-def _learning_score(u: dict[str, Any]) -> float:
-    """The quantity ranked in part (b): the loss ratio (lower = learned more); +inf for a run that diverged or did
-    not learn (criterion version 6: the paper's plateau case, ranked as the worst learner, never dropped)."""
-    return float(u["loss_ratio"]) if _learned(u) else float("inf")
-
-
-def _key(u: dict[str, Any]) -> str:
-    return f"{u['model']}_s{u['scale']:.3g}"
-
-
-def _distinct_points(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    r"""One point per distinct run (criterion version 5): within each (model, seed), the runs in increasing
-    initial scale; a run whose participation ratio and loss ratio both lie within :data:`G3_SAME_RUN_RTOL`
-    (relative) of those of the current point's first run is the same point (small scales, where the recurrent
-    weights are negligible, give the same network); a point is represented by its first (smallest-scale) run
-    and lists the scales it covers."""
-    def close(a: float, b: float) -> bool:
-        if not (np.isfinite(a) and np.isfinite(b)):
-            return a == b          # two runs that did not learn (loss ratio +inf, worst) agree in learning
-        return abs(a - b) <= G3_SAME_RUN_RTOL * abs(b)
-
-    points = []
-    for m, s in sorted({(u["model"], u["seed"]) for u in runs}):
-        cur = None
-        for u in sorted((u for u in runs if u["model"] == m and u["seed"] == s), key=lambda u: u["scale"]):
-            same = cur is not None and all(close(u[k], cur[k]) for k in ("pr_full", "loss_ratio"))
-            if same:
-                cur["scales"].append(u["scale"])
-            else:
-                cur = {"model": m, "seed": s, "scale": u["scale"], "scales": [u["scale"]],
-                       "pr_full": u["pr_full"], "loss_ratio": u["loss_ratio"]}
-                points.append(cur)
-    return points
-
-
-def _spearman_fast(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman correlation (Pearson correlation of average ranks, as ``scipy.stats.spearmanr``; 0.0 if either
-    input is constant, as :func:`ntkrepro.stats.spearman`) without scipy's per-call overhead (bootstrap loops)."""
-    rx, ry = _st.rankdata(x), _st.rankdata(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    den = float(np.sqrt((rx @ rx) * (ry @ ry)))
-    return float(rx @ ry / den) if den > 0 else 0.0
-
-
-def _within_model_spearman(points: list[dict[str, Any]], models: list[str]) -> float:
-    """Mean over ``models`` of the Spearman correlation between initial PR and loss ratio of their points
-    (a model with fewer than 3 points in ``points`` is left out; NaN if none is left)."""
-    rhos = []
-    for m in models:
-        pm = [p for p in points if p["model"] == m]
-        if len(pm) >= 3:
-            rhos.append(_spearman_fast(np.array([p["pr_full"] for p in pm]), np.array([p["loss_ratio"] for p in pm])))
-    return float(np.mean(rhos)) if rhos else float("nan")
-
-
-def _seed_bootstrap_spearman(points: list[dict[str, Any]], models: list[str], n_boot: int, seed: int = 0) -> Interval:
-    """:func:`_within_model_spearman` with a 95% percentile bootstrap that resamples seeds (every point of a
-    drawn seed, of every model, enters together: the runs of one seed share its data and weight draw)."""
-    seeds = sorted({p["seed"] for p in points})
-    value = _within_model_spearman(points, models)
-    if len(seeds) < 2:
-        return Interval(value, -1.0, 1.0, 0.95, "single seed: no interval")
-    by_seed = {s: [p for p in points if p["seed"] == s] for s in seeds}
-    rng = np.random.default_rng(seed)
-    stats = []
-    for _ in range(n_boot):
-        draw = rng.choice(len(seeds), len(seeds), replace=True)
-        v = _within_model_spearman([p for i in draw for p in by_seed[seeds[i]]], models)
-        if np.isfinite(v):
-            stats.append(v)
-    if not stats:
-        return Interval(value, -1.0, 1.0, 0.95, "no resample with enough points")
-    lo, hi = np.percentile(stats, [2.5, 97.5])
-    return Interval(value, float(lo), float(hi), 0.95,
-                    f"mean within-model Spearman over distinct runs, percentile bootstrap over {len(seeds)} seeds")
 
 
 #: Why G3 is inconclusive until its primary test runs (issue 38; CLAIMS.md G3 row).

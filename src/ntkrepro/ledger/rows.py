@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ntkrepro.ledger.specs import NOT_A_CLAIM, NOT_A_CLAIM_LABEL, Verdict
+from ntkrepro.ledger.specs import NOT_A_CLAIM, NOT_A_CLAIM_LABEL, Verdict, preregistration
 from ntkrepro.papers import PAPERS
 
 #: The CSV claims table's columns (:meth:`ClaimRow.csv`).
@@ -296,6 +296,69 @@ class ClaimRow:
                 rf"{_tex_escape(r['scale'])} & "
                 rf"{_tex_escape(r['headline'])} & "
                 rf"{_tex_escape(r['criterion'].split(' ')[0] + ('*' if 'amended' in r['criterion'] else ''))} \\")
+
+    def summary(self) -> dict[str, str]:
+        """The report's one-page summary row (issue 40 item 5): the claim's short name, its verdict in each tier
+        (the default run's, the decisive tier's) with a key for its colour, and the headline numbers."""
+        e = self.entry
+        default, default_key = default_tier(e)
+        dec, dec_key = decisive_tier(e)
+        d = e.get("decisive")
+        dec_head = str(d.get("headline") or "") if isinstance(d, Mapping) and d.get("state") == COMPLETE else ""
+        return {"id": str(e["id"]), "short": short_name(e), "default": default, "default_key": default_key,
+                "decisive": dec, "decisive_key": dec_key, "headline": _short(headline(e), MAX_SUMMARY_HEADLINE),
+                "decisive_headline": _short(dec_head.split("; ", 1)[0].replace(" = ", " "), MAX_SUMMARY_HEADLINE)}
+
+
+#: The longest headline of the report's summary table (cut at a word boundary; the numbers are under the claim).
+MAX_SUMMARY_HEADLINE = 64
+#: The longest short name of a claim without one (the statement, cut at a word boundary).
+MAX_SHORT_NAME = 50
+
+
+def short_name(entry: Mapping[str, Any]) -> str:
+    """The claim's short name (``short`` in its paper's claims.toml, :attr:`~ntkrepro.ledger.specs.ClaimSpec.short`);
+    a claim without one (or of no registered paper): its statement, cut to :data:`MAX_SHORT_NAME` characters."""
+    try:
+        spec = preregistration(str(entry.get("paper")))[str(entry.get("id"))]
+    except (KeyError, ValueError, FileNotFoundError):
+        spec = None
+    return (spec.short if spec is not None and spec.short else
+            _short(" ".join(str(entry.get("statement", "")).split()), MAX_SHORT_NAME))
+
+
+def default_tier(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """(label, key) of the default run's verdict: the verdict, "uninformative" when a control passes too, "no
+    verdict" for a proposition the seed does not state; the key (a :class:`Verdict` value or ``"no_verdict"``)
+    picks the colour."""
+    v = str(entry.get("verdict", "?"))
+    if v == NOT_A_CLAIM:
+        return "no verdict (not a claim)", "no_verdict"
+    cell = verdict_cell(entry)
+    return ("inconclusive (uninformative)" if cell.startswith("inconclusive (uninformative") else cell), v
+
+
+def decisive_tier(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """(label, key) of the decisive tier's verdict from the entry's ``decisive`` field: the verdict of a complete
+    archive; ``not run (0/4)``, ``incomplete (3/8)`` or ``STALE`` (key ``"pending"``: no verdict yet); ``-`` (key
+    ``"none"``) when the claim has no decisive tier."""
+    d = entry.get("decisive")
+    if not isinstance(d, Mapping):
+        return "-", "none"
+    n = f"{d.get('cells_archived') or 0}/{d.get('cells_planned') or '?'}"
+    state = d.get("state")
+    if state == COMPLETE and d.get("verdict"):
+        return str(d["verdict"]).replace("_", " "), str(d["verdict"])
+    if state == STALE:
+        return f"STALE ({n})", "pending"
+    if state == INCOMPLETE:
+        return f"incomplete ({n})", "pending"
+    return f"not run ({n})", "pending"
+
+
+def summary_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """One summary row per entry (:meth:`ClaimRow.summary`), in report order (an unregistered paper's last)."""
+    return [ClaimRow(e).summary() for e in report_order(entries, strict=False)]
 
 
 def table_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

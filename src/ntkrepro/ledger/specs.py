@@ -143,6 +143,9 @@ class ClaimSpec:
     #: its entry is reported without a verdict (:data:`NOT_A_CLAIM`) and not counted.
     seed_claim: bool = True
     not_a_claim: str = ""
+    #: A short name of the claim (at most :data:`MAX_SHORT` characters, one line): the report's one-page
+    #: summary table and the README's findings (issue 40 item 5); not part of the criterion.
+    short: str = ""
 
     def paper_sentence(self) -> str:
         """The paper's sentence the claim tests: ``quote`` if given; else the quoted passage the
@@ -184,8 +187,10 @@ class ClaimSpec:
 #: proposition the seed does not state carries ``seed_claim = false`` and ``not_a_claim`` (why; CLAIMS.md
 #: rule 9): its entry is measured and reported without a verdict.
 PREREGISTRATION_FILE = "claims.toml"
+#: The longest short name of a claim (``short`` in claims.toml, :attr:`ClaimSpec.short`).
+MAX_SHORT = 50
 _CLAIM_KEYS = {"statement", "criterion", "version", "quote", "amendments", "controls", "corrections",
-               "seed_claim", "not_a_claim"}
+               "seed_claim", "not_a_claim", "short"}
 _AMENDMENT_KEYS = {"date", "change", "why", "previous"}
 _CONTROL_KEYS = {"name", "what", "why_fails", "why_nearest"}
 _CONTROL_OPTIONAL: set[str] = set()
@@ -266,6 +271,9 @@ def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
     corrections = table.get("corrections", [])
     if not isinstance(corrections, list):
         raise ValueError(f"{where}: corrections must be [[{claim_id}.corrections]] tables")
+    short = table.get("short", "")
+    if not isinstance(short, str) or "\n" in short or len(short) > MAX_SHORT:
+        raise ValueError(f"{where}: short must be one line of at most {MAX_SHORT} characters, got {short!r}")
     seed_claim, not_a_claim = table.get("seed_claim", True), table.get("not_a_claim", "")
     if not isinstance(seed_claim, bool) or not isinstance(not_a_claim, str):
         raise ValueError(f"{where}: seed_claim must be true/false and not_a_claim a string")
@@ -273,7 +281,7 @@ def _claim_spec(where: str, claim_id: str, paper: str, table: Any) -> ClaimSpec:
         raise ValueError(f"{where}: seed_claim = false needs a non-empty not_a_claim (why the seed does not state "
                          "it; CLAIMS.md rule 9), and a seed claim has none")
     return ClaimSpec(claim_id, paper, _text(where, table, "statement"), _text(where, table, "criterion"),
-                     version=version, quote=quote, seed_claim=seed_claim, not_a_claim=not_a_claim,
+                     version=version, quote=quote, seed_claim=seed_claim, not_a_claim=not_a_claim, short=short,
                      amendments=tuple(_amendment(f"{where}, amendment {i + 1}", a) for i, a in enumerate(amendments)),
                      controls=tuple(_control(f"{where}, control {i + 1}", c) for i, c in enumerate(controls)),
                      corrections=tuple(_correction(f"{where}, correction {i + 1}", c)
