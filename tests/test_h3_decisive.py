@@ -67,3 +67,92 @@ def test_cell_refuses_a_width_outside_the_plan_and_inconsistent_chunks():
         run_h3_cell({**sec, "width": 1024, "chunk": 0, "replicates_per_chunk": 3}, _Ctx())
     with pytest.raises(ValueError, match="width 100 is not one of widths"):
         run_h3_cell({**sec, "width": 100, "chunk": 0}, _Ctx())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# H3's second plan (config/decisive.yaml `H3.dk`, issue 38 item 3): 32 heads at every width (key/query and value
+# dimension width/32), NNGP with the readout integrated; its own archive folder and compute code.
+
+def _tiny_dk():
+    spec = copy.deepcopy(decisive.load_plan(ROOT / "config" / "decisive.yaml")["claims"]["H3.dk"])
+    sec = spec["section"]
+    sec.update(n_inputs=3, widths=[8, 16], n_heads=[2, 2], n_samples=2, n_replicates=4, replicates_per_chunk=2,
+               chunks=[0, 1], data={**sec["data"], "root": str(DATA)})
+    return spec
+
+
+def test_dk_plan_is_its_own_plan_of_h3():
+    plan = decisive.load_plan(ROOT / "config" / "decisive.yaml")
+    spec, first = plan["claims"]["H3.dk"], plan["claims"]["H3"]
+    assert decisive.claim_of("H3.dk") == "H3" and decisive.claim_of("H3") == "H3"
+    assert spec["results_stem"] == first["results_stem"] and spec["aggregate_function"] == first["aggregate_function"]
+    sec = spec["section"]
+    # the key/query dimension grows with the width (the first plan: 32 at every width)
+    dk = [w // h for w, h in zip(sec["widths"], sec["n_heads"])]
+    assert dk == sorted(dk) and len(set(dk)) == len(dk) and "n_out" not in sec["arch"]
+    assert len(sec["chunks"]) * sec["replicates_per_chunk"] == sec["n_replicates"]
+    # a separate compute code: the first plan's hash (and so its archived cells) is untouched by H3.dk's code
+    assert decisive.compute_code_hash("H3.dk") != decisive.compute_code_hash("H3")
+    assert not any("convergence_dk" in ref for ref in decisive.COMPUTE_CODE["H3"])
+
+
+@pytest.mark.skipif(not (ROOT / "archive" / "decisive" / "H3" / "cells").is_dir(), reason="no H3 archive")
+def test_first_h3_plan_cells_stay_current():
+    cells = decisive.archived_cells(ROOT / "archive" / "decisive", "H3")
+    assert len(cells) == 12
+    for p in cells:
+        assert not decisive.verify_cell(p, "H3")["stale"], p
+
+
+def test_feature_net_is_attention_net_without_its_readout():
+    import jax
+    import numpy as np
+
+    from ntkrepro.hron2020.convergence import attention_net
+    from ntkrepro.hron2020.convergence_dk import feature_net
+
+    arch = {"W_std": 1.4142, "b_std": 0.05, "attention_mechanism": "SOFTMAX", "readout_W_std": 1.3}
+    x = jax.random.normal(jax.random.PRNGKey(3), (3, 4, 4, 3))
+    init, apply, _ = attention_net(16, 2, arch, 5)
+    _, params = init(jax.random.PRNGKey(4), x.shape)
+    phi = feature_net(16, 2, arch)[1](params[:5], x)
+    w, _b = params[5]
+    np.testing.assert_allclose(apply(params, x), phi @ w * 1.3 / 16 ** 0.5, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not (DATA / "cifar-10-python-subset.tar.gz").exists(), reason="shared data not present")
+def test_dk_tiny_plan_cells_equal_one_direct_run_and_judge(tmp_path):
+    import jax
+
+    from ntkrepro.hron2020.convergence import _replicates, _setup
+    from ntkrepro.hron2020.convergence_dk import make_estimator_exact_readout
+
+    spec = _tiny_dk()
+    arch = tmp_path / "archive"
+    written = decisive.fill("H3.dk", spec, arch, log=lambda *a: None)
+    assert len(written) == 4 and all(p.parent == arch / "H3.dk" / "cells" for p in written)
+    for p in written:
+        v = decisive.verify_cell(p, "H3.dk")
+        assert not v["stale"] and v["data"]["claim"] == "H3" and v["data"]["plan"] == "H3.dk"
+        # a cell of one plan is refused under the other's name
+        with pytest.raises(decisive.ArchiveError, match="archived under H3"):
+            decisive.verify_cell(p, "H3")
+    out = aggregate_h3({**spec["section"], "shard_files": written}, _Ctx())
+    assert out["nngp_estimator"].startswith("readout integrated") and out["key_dims"] == {"8": 4, "16": 8}
+    # one direct run with the cells' keys gives the same distances, in the same order
+    sec = spec["section"]
+    setup = _setup(sec, _Ctx())
+    for row in out["per_width"]:
+        w = row["width"]
+        est = make_estimator_exact_readout(setup["x"], w, 2, setup["base"]["arch"], sec["n_samples"])
+        direct = []
+        for chunk in sec["chunks"]:
+            key = jax.random.fold_in(jax.random.PRNGKey(int(sec["seed"])), 1000 * w + chunk)
+            direct += _replicates(est, key, sec["replicates_per_chunk"], setup)[1]["nngp_distance"]
+        assert row["nngp_distance"] == pytest.approx(direct, rel=1e-6)
+    rec = decisive.judge("H3.dk", spec, arch)
+    assert rec["state"] == decisive.COMPLETE and rec["id"] == "H3" and rec["plan"] == "H3.dk"
+    assert rec["evaluation"]["verdict"] in ("reproduced", "not_reproduced", "inconclusive")
+    with pytest.raises(ValueError, match="n_out"):
+        from ntkrepro.hron2020.convergence_dk import run_h3dk_cell
+        run_h3dk_cell({**sec, "width": 8, "chunk": 0, "arch": {**sec["arch"], "n_out": 4}}, _Ctx())

@@ -33,6 +33,7 @@ import ntkrepro.decisive_cells as _cells
 from ntkrepro.decisive_cells import (  # noqa: F401  (re-exported: the cell records' public names, as before the split)
     ARCHIVE, ARCHIVED_CONSTANTS, CODE_SCHEME, COMPUTE_CODE, DECIDE, MAX_FILE_BYTES, RUN_KEYS, ArchiveError, _plain,
     _singular, _source, archived_cells, cell_name, cell_params, cell_path, cells, check_archive, check_plan, check_spec,
+    claim_of,
     code_hash_of, code_state, compute_code_hash, compute_constants, compute_constants_hash, is_overlay, load_plan,
     pinned_constants_changed, verify_cell)
 from ntkrepro.io import TamperedFileError, canonical_hash, content_sha256, read_json, write_json
@@ -71,6 +72,8 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
           max_bytes: int = MAX_FILE_BYTES, code_hash: str | None = None) -> dict[str, Any]:
     """The decisive evaluation of ``claim``: verify every archived cell, then apply the claim's CURRENT
     registered criterion (:func:`ntkrepro.ledger.make_evaluation`) to the aggregate of the archived cells.
+    ``claim`` is a plan key: a claim id, or ``<CLAIM>.<name>`` for a later plan of the same claim
+    (:func:`~ntkrepro.decisive_cells.claim_of`; judged by that claim's criterion, the record's ``plan`` names it).
 
     - a hand-edited or out-of-budget cell raises (refused, never judged);
     - a STALE cell (computed by other code than today's) is never used: with any stale cell the record's
@@ -96,7 +99,8 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
     current = [c for c in checked if not c["stale"]]
     provs = [c["data"]["provenance"] for c in checked]
     record: dict[str, Any] = {
-        "id": claim, "tier": TIER, "scale": spec["scale"], "archive": str(Path(archive) / claim),
+        "id": claim_of(claim), **({"plan": claim} if claim != claim_of(claim) else {}),
+        "tier": TIER, "scale": spec["scale"], "archive": str(Path(archive) / claim),
         # a word for sizes that are neither the default run's nor the paper's (H4: "reduced"), shown in the table
         "settings": spec.get("settings") or spec["scale"],
         "cells_planned": len(planned), "cells_archived": len(checked), "cells_stale": stale,
@@ -170,7 +174,7 @@ def _evaluate(claim: str, spec: Mapping[str, Any], paths: list[str], section: Ma
     agg = resolve_function(claim, spec, "aggregate_function")({**section, "shard_files": list(paths)}, _Ctx())
     agg["params"] = dict(section)
     results = {spec["results_stem"]: agg}
-    return ledger.make_evaluation(claim, results, scale=spec["scale"])
+    return ledger.make_evaluation(claim_of(claim), results, scale=spec["scale"])
 
 
 def _import_claims(claim: str) -> None:
@@ -207,7 +211,7 @@ def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | N
                 problems.append(f"{cid}: archived cell {cp} is missing")
                 continue
             try:
-                v = verify_cell(cp, cid, code_hash=code_hash)
+                v = verify_cell(cp, rec.get("plan") or cid, code_hash=code_hash)
             except (TamperedFileError, ArchiveError) as err:
                 problems.append(f"{cid}: archived cell refused: {err}")
                 continue

@@ -95,6 +95,16 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.hron2020.cifar10:load_splits",
         "ntkrepro.data.cifar10",
     ),
+    # H3's second plan (config/decisive.yaml ``H3.dk``, its own archive folder archive/decisive/H3.dk/): key/query
+    # dimension growing with width, NNGP readout integrated; the first plan's inputs, replicates and layout
+    # (listed here too, so that editing them makes both plans' cells STALE)
+    "H3.dk": (
+        *(f"ntkrepro.hron2020.convergence_dk:{f}" for f in (
+            "run_h3dk_cell", "make_estimator_exact_readout", "feature_net")),
+        *(f"ntkrepro.hron2020.convergence:{f}" for f in ("_setup", "_replicates", "_heads", "attention_net")),
+        "ntkrepro.hron2020.cifar10:load_splits",
+        "ntkrepro.data.cifar10",
+    ),
     # as H4: a cell's kernels (model descriptions, not the fast engine), data, labels, plans and refits
     "H6": (
         *(f"ntkrepro.hron2020.h6_decisive:{f}" for f in (
@@ -111,6 +121,16 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.data.glove",
     ),
 }
+
+
+def claim_of(plan: str) -> str:
+    """The claim a plan key of config/decisive.yaml decides: ``H3`` for ``H3`` and for ``H3.dk``.
+
+    A claim has one plan under its own id; a later plan for the same claim (issue 38: H3 with the key/query
+    dimension growing) is keyed ``<CLAIM>.<name>``, with its own archive folder (``archive/decisive/H3.dk/``)
+    and its own compute code (:data:`COMPUTE_CODE` ``["H3.dk"]``), so that the first plan's archived cells
+    stay as they are, judged and current. Its cells record ``claim`` = the claim (judged by its criterion)."""
+    return plan.split(".", 1)[0]
 
 
 def _source(ref: str) -> str:
@@ -377,8 +397,8 @@ def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES
     if not sealed:
         raise ArchiveError(f"{p}: not sealed (provenance.sealed missing): not an archived result; delete it "
                            "and run `snakemake decide --configfile config/decisive.yaml`")
-    if data.get("claim") != claim:
-        raise ArchiveError(f"{p}: a result of {data.get('claim')!r}, archived under {claim}")
+    if data.get("claim") != claim_of(claim) or data.get("plan", claim_of(claim)) != claim:
+        raise ArchiveError(f"{p}: a result of {data.get('plan') or data.get('claim')!r}, archived under {claim}")
     cell = data.get("cell")
     if isinstance(cell, Mapping):  # the file's name is the cell it holds (a copy under another name is refused)
         ints = {k: v for k, v in cell.items() if isinstance(v, int) and not isinstance(v, bool)}
@@ -486,9 +506,9 @@ def check_plan(plan: Any, where: str = "config/decisive.yaml", config_dir: str |
         default = load_strict(Path(config_dir) / "default.yaml")
         for claim, spec in plan["claims"].items():
             sizes = spec.get("section") if spec.get("section") is not None else spec.get("size")
-            papers = [k for k, v in default.items() if isinstance(v, Mapping) and claim in v]
+            papers = [k for k, v in default.items() if isinstance(v, Mapping) and claim_of(claim) in v]
             if isinstance(sizes, Mapping) and sizes and papers:
-                check_scale_label({"scale": spec.get("scale"), papers[0]: {claim: sizes}},
+                check_scale_label({"scale": spec.get("scale"), papers[0]: {claim_of(claim): sizes}},
                                   f"{where}: decisive.claims.{claim}", config_dir)
     except ConfigError as err:
         raise ArchiveError(str(err)) from None

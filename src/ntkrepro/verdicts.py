@@ -132,7 +132,7 @@ def check_summary(summary: Any, where: str) -> None:
         raise ValueError(f"{where}: `rows` is {'missing' if rows is None else 'empty' if rows == [] else 'not a list'}"
                          f": no verdict table to write{fix}")
 
-    def _row(i: int, row: Any, columns: Sequence[str], key: str, what: str) -> str:
+    def _row(i: int, row: Any, columns: Sequence[str], key: str, what: str, plan_key: bool = False) -> str:
         if not isinstance(row, Mapping):
             raise ValueError(f"{where}: {what}[{i}] is a {type(row).__name__}, not a row{fix}")
         missing = [c for c in columns if c not in row]
@@ -142,8 +142,9 @@ def check_summary(summary: Any, where: str) -> None:
             if not isinstance(row[c], str) or "\n" in row[c] or "\r" in row[c]:
                 raise ValueError(f"{where}: {what}[{i}] ({row.get(key, '?')}), column {c!r}: {row[c]!r} is not "
                                  f"one line of text{fix}")
-        cid = row[key]
-        if not re.fullmatch(r"[A-Z][0-9]+", cid) or cid[0] not in CLAIM_MODULES:
+        cid = row[key]  # a tier row's may be a later plan of a claim, <CLAIM>.<name> (decisive_cells.claim_of)
+        pattern = r"[A-Z][0-9]+" + (r"(\.[a-z0-9]+)?" if plan_key else "")
+        if not re.fullmatch(pattern, cid) or cid[0] not in CLAIM_MODULES:
             raise ValueError(f"{where}: {what}[{i}]: {cid!r} is not a claim id of the registered papers{fix}")
         return cid
 
@@ -157,7 +158,7 @@ def check_summary(summary: Any, where: str) -> None:
     if not isinstance(tiers, list):
         raise ValueError(f"{where}: `tiers` is a {type(tiers).__name__}, not a list of rows{fix}")
     for i, r in enumerate(tiers):
-        cid = _row(i, r, TIER_COLUMNS, "claim", "tiers")
+        cid = decisive.claim_of(_row(i, r, TIER_COLUMNS, "claim", "tiers", plan_key=True))
         if cid not in ids:
             raise ValueError(f"{where}: tiers[{i}]: {cid} has no row in `rows`{fix}")
 
