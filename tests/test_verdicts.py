@@ -170,9 +170,9 @@ def test_readme_opens_with_the_findings_of_the_snapshot(repo_root):
         assert re.search(rf"\b{c}\b[^;]* {re.escape(tiers[c]['verdict (current criteria)'])}\b", m.group(2)), (c, sec)
     for c in set(tiers) - set(done):
         have, planned = tiers[c]["archived cells"].split("/")
-        assert f"{c} (" in sec and f"({have} of {planned} cells" in sec, (c, sec)
-    assert "H4 (CIFAR-10" in sec and "incomplete (3 of 8 cells archived)" in sec
-    assert "H6 (IMDb" in sec and "has not run yet (0 of 4 cells)" in sec
+        named = f"{c} (" if "." not in c else f"{c.split('.')[0]} (its plan {c};"  # a later plan: <CLAIM>.<name>
+        assert named in sec and f"({have} of {planned} cells" in sec, (c, sec)
+    assert "H4 (CIFAR-10" in sec and "H6 (IMDb" in sec
 
 
 def test_sync_readme_is_idempotent(tmp_path, repo_root):
@@ -213,3 +213,8 @@ def test_findings_of_a_made_up_snapshot():
     assert "H2 (short name; not reproduced by default): its decisive run is incomplete (1 of 4 cells archived)" in text
     assert "H4 (inconclusive by default): its archived cells are STALE" in text
     assert len(_sentences(verdicts.render_findings(rows[:1]))) == 1  # no tier: one sentence
+    # a claim's later plan (keyed <CLAIM>.<name>) is named by its claim, with the claim's short name and verdict
+    later = tiers + [{"claim": "H2.dk", "archived cells": "0/6", "verdict (current criteria)": "-"}]
+    text = verdicts.render_findings(rows, later, {"H2": "short name"})
+    assert "H2 (its plan H2.dk; short name; not reproduced by default): its decisive run has not run yet" in text
+    assert "?" not in text

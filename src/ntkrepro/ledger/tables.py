@@ -113,8 +113,13 @@ def render_findings(rows: Sequence[Mapping[str, str]], tiers: Sequence[Mapping[s
         out.append(f"The decisive tier (larger runs, archived and judged by today's criteria) has judged "
                    f"{len(done)} of them: {_verdict_groups(done)}.")
     default = {str(r.get("id")): str(r.get(COLUMNS[1], "?")).split(" (", 1)[0] for r in rows}
-    open_ = [f"{c} ({short[c]}; {default.get(c, '?')} by default): {why}" if short.get(c)
-             else f"{c} ({default.get(c, '?')} by default): {why}" for c, why in undecided_tiers(tiers)]
+    open_ = []
+    for c, why in undecided_tiers(tiers):
+        base = c.split(".", 1)[0]  # a later plan of a claim is keyed <CLAIM>.<name> (decisive_cells.claim_of)
+        label = [f"its plan {c}"] if base != c else []
+        label += [short[base]] if short.get(base) else []
+        label += [f"{default.get(base, '?')} by default"]
+        open_.append(f"{base} ({'; '.join(label)}): {why}")
     if open_:
         out.append("Awaiting a decisive verdict: " + "; ".join(open_) + ".")
     return " ".join(out) + "\n"
