@@ -64,3 +64,32 @@ def test_tiny_plan_cells_archive_aggregate_and_judge(tmp_path):
     assert ev["verdict"] in ("reproduced", "not_reproduced", "inconclusive")
     assert {c["name"] for c in ev["controls"]} == {"permuted_labels", "same_family_two_draws"}
     assert any("3200/1600/1600" in s or "40/20/30" in s for s in ev["substitutes"])
+
+
+def test_plan_states_a_cost_for_every_cell_and_a_cell_is_judged_whatever_the_rates():
+    """Every H6 cell has a predicted CPU time from the plan's measured ``cost`` (printed before the cell,
+    compared after it), proportional to the models' per-pair rates; and the rates are not a size of the cell:
+    a cell computed before a re-measurement is still judged at the plan's sizes."""
+    from ntkrepro.hron2020.h6_decisive import cell_pairs, predict_seconds
+
+    sec = decisive.load_plan(ROOT / "config" / "decisive.yaml")["claims"]["H6"]["section"]
+    assert cell_pairs(sec) == 3200 * 3201 // 2 + 3200 * 3200  # training pairs once, validation + test x training
+    for p in sec["part_specs"]:
+        pred = predict_seconds(sec, p, sec["cost"])
+        assert 0 < pred["regression_cpu_s"] < pred["kernel_cpu_s"] < 2 * 3 * 3600
+        doubled = {**sec["cost"], "pair_us": {k: 2 * v for k, v in sec["cost"]["pair_us"].items()}}
+        assert predict_seconds(sec, p, doubled)["kernel_cpu_s"] == pytest.approx(2 * pred["kernel_cpu_s"], rel=1e-3)
+    assert decisive._plan_value("cost", sec["cost"]) == decisive._plan_value("cost", None)
+    assert decisive._plan_value("n_train", 3200) != decisive._plan_value("n_train", 1600)
+
+
+def test_the_fill_script_prints_h6_predictions():
+    import importlib.util
+
+    spec_ = importlib.util.spec_from_file_location("decisive_fill", ROOT / "workflow" / "scripts" / "decisive_fill.py")
+    mod = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(mod)
+    spec = decisive.load_plan(ROOT / "config" / "decisive.yaml")["claims"]["H6"]
+    preds = [mod._predict("H6", spec, {"part": p}) for p in spec["section"]["parts"]]
+    assert all(p and p["total_cpu_s"] > 0 for p in preds)
+    assert preds[3]["total_cpu_s"] > preds[2]["total_cpu_s"]  # two attention layers cost more than one

@@ -162,9 +162,13 @@ def judge(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *,
 def _plan_value(key: str, value: Any) -> Any:
     """A section value as the plan compares it: the data section's ``root`` is where the machine that
     computed the cell keeps the shared data (e.g. ``../shared/data`` here, another folder on a GPU machine),
-    not part of the size; the archive itself is named and pinned by its sha256."""
+    not part of the size; the archive itself is named and pinned by its sha256. The ``cost`` entry (measured
+    rates for the predicted time printed before a cell) is not compared either: a cell computed before a
+    re-measurement ran at the same sizes."""
     if key == "data" and isinstance(value, Mapping):
         return {k: v for k, v in value.items() if k != "root"}
+    if key == "cost":  # the measured rates a cell's prediction used (decisive_fill.py), not a size of the cell
+        return None
     return value
 
 

@@ -20,17 +20,20 @@ import time
 from pathlib import Path
 
 from ntkrepro import decisive
+from ntkrepro.hron2020 import h4_decisive, h6_decisive
 from ntkrepro.kernels.allocator import keep_freed_memory
 from ntkrepro.io import read_json
 
 
+#: Claims whose plan states a measured ``cost`` entry, and the function that predicts a cell's CPU seconds.
+PREDICTORS = {"H4": h4_decisive.predict_seconds, "H6": h6_decisive.predict_seconds}
+
+
 def _predict(claim: str, spec: dict, cell: dict) -> dict | None:
     sec = spec["section"]
-    if claim != "H4" or not sec.get("cost"):
+    if claim not in PREDICTORS or not sec.get("cost"):
         return None
-    from ntkrepro.hron2020.h4_decisive import predict_seconds
-
-    return predict_seconds(sec, sec["part_specs"][int(cell["part"])], sec["cost"])
+    return PREDICTORS[claim](sec, sec["part_specs"][int(cell["part"])], sec["cost"])
 
 
 def _commit(path: Path, msg: str, tries: int = 10) -> None:

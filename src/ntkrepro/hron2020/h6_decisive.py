@@ -192,6 +192,35 @@ def run_h6_cell(params: dict[str, Any], ctx) -> dict[str, Any]:
             "compute_code": compute_code_hash("H6"), "kernel_code": code_fingerprint("ntkrepro.kernels.fast")}
 
 
+def cell_pairs(params: Mapping[str, Any]) -> int:
+    """Kernel pairs one model of a cell computes: training x training (symmetric, counted once) and
+    validation + test x training, as :func:`run_h6_cell` does."""
+    n_t = int(params["n_train"])
+    return n_t * (n_t + 1) // 2 + (int(params["n_valid"]) + int(params["n_test"])) * n_t
+
+
+def predict_seconds(params: Mapping[str, Any], spec: Mapping[str, Any], cost: Mapping[str, Any]) -> dict[str, float]:
+    r"""Predicted process CPU seconds of one cell from the plan's ``cost`` entry (measured before the cell):
+    kernels = pairs per model x the model's ``pair_us`` (CPU microseconds per pair at the plan's length, real
+    review lengths, ``block_size`` blocks) x ``overhead``; regressions = Cholesky factorisations at the
+    training size, ``chol_cpu_s_10k`` x (n / 10,000)^3 each: per model and kernel the regulariser grid, the
+    refit and training fit, the bootstrap draws of both label sets (a draw counting :math:`(1 - 1/e)^3` of a
+    factorisation) and the learning curve; the two-halves null pair of the GAP-FCN / Struct models on top."""
+    models = [f"{f}_{int(d)}" for f, d in spec["models"]]
+    us = sum(float(cost["pair_us"][m]) for m in models)
+    kernel = cell_pairs(params) * us * float(cost.get("overhead", 1.0)) * 1e-6
+    rs = params["train_resample"]
+    u3 = (1.0 - np.exp(-1.0)) ** 3
+    curve = sum(float(f) ** 3 for f in rs["curve_fractions"] if float(f) < 1) * int(rs["curve_draws"])
+    boots = int(rs["n_boot"]) + int(rs.get("control_n_boot", rs["n_boot"]))
+    per_kernel = len(params["diag_reg_grid"]) + 2 * 2 * (1 + curve) + boots * u3
+    halves = 2 * 0.5 ** 3 * (1 + curve + int(rs["n_boot"]) * u3)
+    reg = sum(2 * (per_kernel + (halves if f in NULL_PAIR_FAMILIES else 0.0)) for f, _ in spec["models"])
+    reg *= float(cost["chol_cpu_s_10k"]) * (int(params["n_train"]) / 1e4) ** 3
+    return {"kernel_cpu_s": round(kernel, 1), "regression_cpu_s": round(float(reg), 1),
+            "total_cpu_s": round(kernel + float(reg), 1)}
+
+
 def aggregate_h6(params: dict[str, Any], ctx) -> dict[str, Any]:
     """The cells (``shard_files``) assembled into :func:`ntkrepro.hron2020.imdb.run_h6`'s results layout:
     every model of the grid present exactly once, every cell of the same data."""
