@@ -133,7 +133,9 @@ rule decisive_evaluation:
             "ntkrepro.decisive",
             "ntkrepro.ledger",
             CLAIM_MODULES[wc.claim[:1]],
-            files=[SRC / CLAIMS[_decisive.claim_of(wc.claim)]["paper"] / "claims.toml"],
+            files=[
+                SRC / CLAIMS[_decisive.claim_of(wc.claim)]["paper"] / "claims.toml"
+            ],
         ),
     resources:
         mem_mb=2000,
