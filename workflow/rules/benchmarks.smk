@@ -85,6 +85,45 @@ if "mc_attention" in HRON:
 
     BENCHMARKS.append(rules.mc_attention_benchmark.output.results)
 
+    rule mc_attention_figure:
+        """Figure of the Monte Carlo attention benchmark (notebooks/extension_mc_attention.py; an
+        extension, no claim, so no evaluation and not in the report)."""
+        message:
+            job_message("benchmark", "figure of the Monte Carlo attention benchmark")
+        input:
+            results=rules.mc_attention_benchmark.output.results,
+            notebook="notebooks/extension_mc_attention.py",
+        output:
+            png=f"{R}/benchmarks/mc_attention.png",
+            pdf=f"{R}/benchmarks/mc_attention.pdf",
+            meta=f"{R}/benchmarks/mc_attention.figure.json",
+        log:
+            notebook=f"{R}/logs/notebooks/extension_mc_attention.ipynb",
+            stderr=f"{R}/logs/notebooks/extension_mc_attention.log",
+        params:
+            nb=lambda wc, input, output: as_json(
+                {
+                    "results": [input.results],
+                    "png": output.png,
+                    "pdf": output.pdf,
+                    "scale": SCALE,
+                }
+            ),
+            caption="Extension beyond the four papers (issue 41): d^-1/2 softmax attention kernel by Monte Carlo.",
+            code=code_hash(
+                "ntkrepro.notebooks", files=["notebooks/extension_mc_attention.py"]
+            ),
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        conda:
+            CONDA_ENV
+        shell:
+            f"{PY} -m ntkrepro.notebooks {{input.notebook:q}} {{log.notebook:q}} "
+            "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
+
+    BENCHMARKS.append(rules.mc_attention_figure.output.png)
+
 # ---- issue 11: what the paper scale costs, before submitting it -----------------------------------
 import yaml
 
