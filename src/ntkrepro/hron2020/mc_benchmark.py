@@ -223,7 +223,9 @@ def imdb_data(params: Mapping[str, Any], ctx) -> dict[str, Any]:
     validation split; drawn with seed ``seed + 1000``)."""
     from ntkrepro.hron2020.imdb import _prepare
 
-    d = _prepare(params, ctx, final={"n_train": int(params["n_train"]), "n_test": int(params["n_test"])})
+    # the mask margin of this model (one VALID convolution on its path): H6's mask_margin
+    p = {**params, "cnn_depths": [1], "attention_layers": [1]}
+    d = _prepare(p, ctx, final={"n_train": int(params["n_train"]), "n_test": int(params["n_test"])})
     return {"x_train": d["x"]["train"], "x_test": d["x"]["test"], "y_train": d["y"]["train"],
             "y_test": d["y"]["test"], "archive_sha256": d["archive_sha256"], "stats": d["stats"]}
 
