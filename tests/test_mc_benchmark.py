@@ -37,6 +37,17 @@ def test_loo_select_matches_brute_force_leave_one_out():
     assert mb.loo_select(k, yb, grid)[0] in grid
 
 
+def test_fit_scalar_targets_per_point_correctness_matches_accuracy():
+    """+-0.5 targets of shape (n, 1) (IMDb): the per-point correctness behind the paired differences
+    equals the accuracy (a bug once scored every (n, 1) label as class 0)."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((20, 4))
+    k = x @ x.T / 4 + 0.1 * np.eye(20)
+    y = np.where(x[:, :1] > 0, 0.5, -0.5)
+    f = mb.fit(k[:12, :12], k[12:, :12], y[:12], y[12:], [1e-2], 100, 0)
+    assert f["correct"].mean() == pytest.approx(f["test_accuracy"]) and f["test_accuracy"] > 0.5
+
+
 def test_accuracy_sweep_tiny_cifar_model():
     rng = np.random.default_rng(1)
     data = {"x_train": rng.standard_normal((10, 2, 2, 3)).astype(np.float32),

@@ -153,8 +153,11 @@ def fit(k_train: np.ndarray, k_test: np.ndarray, y_train: np.ndarray, y_test: np
     lam, scores = loo_select(k_train, y_train, grid)
     pred, jitter = kernel_regression(k_train, k_test, y_train, lam, return_jitter=True)
     ci = accuracy_with_ci(pred, y_test, n_boot=n_boot, seed=seed)
-    lab = np.argmax(y_test, axis=1) if y_test.ndim == 2 else (np.asarray(y_test) > 0).astype(int)
-    correct = (predicted_classes(pred) == lab).astype(float)
+    y = np.asarray(y_test)
+    lab = np.argmax(y, axis=1) if (y.ndim == 2 and y.shape[1] > 1) else (y.reshape(-1) > 0).astype(int)
+    correct = (np.asarray(predicted_classes(pred)).reshape(-1).astype(int) == lab).astype(float)
+    if not np.isclose(correct.mean(), ci.value):  # the paired differences use these per-point results
+        raise AssertionError(f"per-point correctness {correct.mean()} disagrees with the accuracy {ci.value}")
     return {"diag_reg": lam, "loo": scores, "jitter": float(jitter), "test_accuracy": ci.value,
             "test_accuracy_ci": [ci.low, ci.high], "correct": correct}
 
