@@ -26,5 +26,7 @@ def test_benchmarks_target_runs_at_smoke(tmp_path):
     assert fast["provenance"]["scale"] == "smoke"
     assert (bench / "paper_scale_plan.md").read_text().strip()
     for name in ("arda2026_training_throughput", "hazelden2026_kronecker_core", "hron2020_kernel_throughput",
-                 "hron2020_imdb_kernel_throughput", "paper_scale_plan"):
+                 "hron2020_imdb_kernel_throughput", "paper_scale_plan", "mc_attention"):
         assert read_json(bench / f"{name}.json")["provenance"]["scale"] == "smoke", name
+    mc = read_json(bench / "mc_attention.json")  # issue 41: an extension, labelled so
+    assert mc["extension"] is True and set(mc["accuracy"]) == {"cifar10", "imdb"}

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
 #: Notebooks another branch of issue 16 rewrites (helper "fast": H4/H6 substitutes from facts).
 #: Notebooks that plot the results file alone (no criterion output shown), so take no ``evaluation``.
-_RESULTS_ONLY = {"hron2020_H4_cifar10_kernels.py", "hron2020_H6_imdb.py"}
+_RESULTS_ONLY = {"hron2020_H4_cifar10_kernels.py", "hron2020_H6_imdb.py",
+                 "extension_mc_attention.py"}  # issue 41: a benchmark figure, no claim
 
 #: Modules a figure notebook must not import: criteria (``ntkrepro.<paper>.claims``, the ledger),
 #: statistics (``ntkrepro.stats``, ``scipy.stats``, ``statsmodels``) and compute entry points.

@@ -44,6 +44,86 @@ rule fast_kernels_benchmark:
 BENCHMARKS.append(rules.fast_kernels_benchmark.output.results)
 
 
+
+# ---- issue 41 (an extension beyond the four papers: no claim, no verdict) -----------------------
+if "mc_attention" in HRON:
+
+    rule mc_attention_benchmark:
+        """The d^-1/2 softmax attention kernel by Monte Carlo (GlobalSelfAttention(linear_scaling=False)):
+        per-entry error vs draws, entries/s and fraction of matmul, and kernel-regression test accuracy vs
+        draws on CIFAR-10 and IMDb subsets beside the d^-1 kernel of the same architecture
+        (ntkrepro.hron2020.mc_benchmark).
+        """
+        message:
+            job_message("benchmark", "Monte Carlo d^-1/2 attention kernel (extension, issue 41)")
+        input:
+            CIFAR10_ARCHIVE_INPUT,
+            H6_DATA,
+        output:
+            results=f"{R}/benchmarks/mc_attention.json",
+        log:
+            f"{R}/logs/benchmarks/mc_attention.log",
+        params:
+            cfg=as_json(
+                {
+                    **HRON["mc_attention"],
+                    "h4": {**HRON["H4"], "data": CIFAR10_DATA},
+                    "h6": {
+                        k: H6_PARAMS[k]
+                        for k in ("imdb", "glove", "filter_size", "mask_constant")
+                    },
+                }
+            ),
+            extra="",
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        conda:
+            CONDA_ENV
+        shell:
+            compute_cmd("ntkrepro.hron2020.mc_benchmark:run_mc_attention_benchmark")
+
+    BENCHMARKS.append(rules.mc_attention_benchmark.output.results)
+
+    rule mc_attention_figure:
+        """Figure of the Monte Carlo attention benchmark (notebooks/extension_mc_attention.py; an
+        extension, no claim, so no evaluation and not in the report)."""
+        message:
+            job_message("benchmark", "figure of the Monte Carlo attention benchmark")
+        input:
+            results=rules.mc_attention_benchmark.output.results,
+            notebook="notebooks/extension_mc_attention.py",
+        output:
+            png=f"{R}/benchmarks/mc_attention.png",
+            pdf=f"{R}/benchmarks/mc_attention.pdf",
+            meta=f"{R}/benchmarks/mc_attention.figure.json",
+        log:
+            notebook=f"{R}/logs/notebooks/extension_mc_attention.ipynb",
+            stderr=f"{R}/logs/notebooks/extension_mc_attention.log",
+        params:
+            nb=lambda wc, input, output: as_json(
+                {
+                    "results": [input.results],
+                    "png": output.png,
+                    "pdf": output.pdf,
+                    "scale": SCALE,
+                }
+            ),
+            caption="Extension beyond the four papers (issue 41): d^-1/2 softmax attention kernel by Monte Carlo.",
+            code=code_hash(
+                "ntkrepro.notebooks", files=["notebooks/extension_mc_attention.py"]
+            ),
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        conda:
+            CONDA_ENV
+        shell:
+            f"{PY} -m ntkrepro.notebooks {{input.notebook:q}} {{log.notebook:q}} "
+            "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
+
+    BENCHMARKS.append(rules.mc_attention_figure.output.png)
+
 # ---- issue 11: what the paper scale costs, before submitting it -----------------------------------
 import yaml
 

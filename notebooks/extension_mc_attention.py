@@ -1,0 +1,71 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: ntkrepro (.venv)
+#     language: python
+#     name: ntkrepro
+# ---
+
+# %% [markdown]
+# # Extension (issue 41, beyond the four papers): d^-1/2 softmax attention kernel by Monte Carlo
+# Plotting only: numbers from `results/benchmarks/mc_attention.json`, computed by rule
+# `mc_attention_benchmark` (`ntkrepro.hron2020.mc_benchmark`). No claim, no verdict.
+
+# %% tags=["parameters"]
+results = ["results/benchmarks/mc_attention.json"]
+png = "results/benchmarks/mc_attention.png"
+pdf = "results/benchmarks/mc_attention.pdf"
+scale = "default"
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import NullFormatter
+
+from ntkrepro.io import read_json
+from ntkrepro.plotting import save_figure
+
+res = read_json(results[0])
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+ax = axes[0]
+for i, case in enumerate(res["error_speed"]):
+    n = np.array([r["samples"] for r in case["rows"]], float)
+    for g, ls in (("nngp", "-"), ("ntk", "--")):
+        e = np.array([r[f"{g}_relative_se_median"] for r in case["rows"]])
+        ax.plot(n, e, ls, marker="o", color=f"C{i}", label=f"S={case['case']['positions']} {g.upper()}")
+    ax.plot(n, e[0] * (n / n[0]) ** -0.5, ":", color="0.5", lw=1)
+ax.set(xscale="log", yscale="log", xlabel="draws N", ylabel="median per-entry SE / RMS entry",
+       title="error vs draws (dotted: N^-1/2)")
+ax.legend(fontsize=7)
+ax = axes[1]
+for i, case in enumerate(res["error_speed"]):
+    n = [r["samples"] for r in case["rows"]]
+    ax.plot(n, [r["fraction_of_matmul_cpu"] for r in case["rows"]], marker="o", color=f"C{i}",
+            label=f"S={case['case']['positions']} (CPU time)")
+    ax.plot(n, [r["fraction_of_matmul"] for r in case["rows"]], marker="x", ls=":", color=f"C{i}",
+            label=f"S={case['case']['positions']} (wall)")
+ax.set(xscale="log", xlabel="draws N", ylabel="achieved FLOP/s / float32 matmul", title="speed")
+ax.legend(fontsize=7)
+ax = axes[2]
+for j, (name, acc) in enumerate(res["accuracy"].items()):
+    for g, mk in (("nngp", "o"), ("ntk", "s")):
+        rows = acc[g]["monte_carlo"]
+        n = np.array([r["samples"] for r in rows], float) * (1.04 if g == "ntk" else 1.0)
+        a = np.array([r["test_accuracy"] for r in rows])
+        ci = np.array([r["test_accuracy_ci"] for r in rows])
+        ax.errorbar(n, a, yerr=[a - ci[:, 0], ci[:, 1] - a], marker=mk, color=f"C{j}", capsize=2, lw=1,
+                    label=f"{name} {g.upper()} d^-1/2 (MC)")
+        ax.axhline(acc[g]["d_inverse"]["test_accuracy"], color=f"C{j}", ls="--" if g == "nngp" else ":", lw=1,
+                   label=f"{name} {g.upper()} d^-1")
+ax.set(xscale="log", xlabel="draws N", ylabel="test accuracy", title="kernel regression (bars: 95% bootstrap)")
+ax.legend(fontsize=6)
+for ax in axes:
+    ax.xaxis.set_minor_formatter(NullFormatter())
+fig.suptitle("Extension beyond the papers (issue 41): softmax attention at d^-1/2, infinitely many heads, "
+             "by Monte Carlo")
+fig.tight_layout()
+save_figure(fig, png, pdf, scale=scale, provenance=res.get("provenance"))
