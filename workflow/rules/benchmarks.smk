@@ -44,7 +44,6 @@ rule fast_kernels_benchmark:
 BENCHMARKS.append(rules.fast_kernels_benchmark.output.results)
 
 
-
 # ---- issue 41 (an extension beyond the four papers: no claim, no verdict) -----------------------
 if "mc_attention" in HRON:
 
@@ -55,7 +54,10 @@ if "mc_attention" in HRON:
         (ntkrepro.hron2020.mc_benchmark).
         """
         message:
-            job_message("benchmark", "Monte Carlo d^-1/2 attention kernel (extension, issue 41)")
+            job_message(
+                "benchmark",
+                "Monte Carlo d^-1/2 attention kernel (extension, issue 41)",
+            )
         input:
             CIFAR10_ARCHIVE_INPUT,
             H6_DATA,
@@ -123,6 +125,7 @@ if "mc_attention" in HRON:
             "--params-json {params.nb:q} --meta {output.meta:q} --caption {params.caption:q} > {log.stderr:q} 2>&1"
 
     BENCHMARKS.append(rules.mc_attention_figure.output.png)
+
 
 # ---- issue 11: what the paper scale costs, before submitting it -----------------------------------
 import yaml
