@@ -84,7 +84,7 @@ def undecided_tiers(tiers: Sequence[Mapping[str, str]]) -> list[tuple[str, str]]
         if verdict.startswith("STALE"):
             out.append((t["claim"], f"its archived cells are STALE (computed by older code: {have} of {planned})"))
         elif have.strip() == "0":
-            out.append((t["claim"], f"its decisive run has not run yet (0 of {planned} cells)"))
+            out.append((t["claim"], f"no cell of its decisive run is archived yet (0 of {planned} cells)"))
         elif have != planned or verdict.startswith("INCOMPLETE"):
             out.append((t["claim"], f"its decisive run is incomplete ({have} of {planned} cells archived)"))
     return out
