@@ -216,5 +216,6 @@ def test_findings_of_a_made_up_snapshot():
     # a claim's later plan (keyed <CLAIM>.<name>) is named by its claim, with the claim's short name and verdict
     later = tiers + [{"claim": "H2.dk", "archived cells": "0/6", "verdict (current criteria)": "-"}]
     text = verdicts.render_findings(rows, later, {"H2": "short name"})
-    assert "H2 (its plan H2.dk; short name; not reproduced by default): no cell of its decisive run is archived yet" in text
+    assert ("H2 (its plan H2.dk; short name; not reproduced by default): no cell of its decisive run is archived yet"
+            in text)
     assert "?" not in text
