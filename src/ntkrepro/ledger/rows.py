@@ -340,7 +340,7 @@ def default_tier(entry: Mapping[str, Any]) -> tuple[str, str]:
 
 def decisive_tier(entry: Mapping[str, Any]) -> tuple[str, str]:
     """(label, key) of the decisive tier's verdict from the entry's ``decisive`` field: the verdict of a complete
-    archive; ``not run (0/4)``, ``incomplete (3/8)`` or ``STALE`` (key ``"pending"``: no verdict yet); ``-`` (key
+    archive; ``none archived (0/4)``, ``incomplete (3/8)`` or ``STALE`` (key ``"pending"``: no verdict yet); ``-`` (key
     ``"none"``) when the claim has no decisive tier."""
     d = entry.get("decisive")
     if not isinstance(d, Mapping):
@@ -353,7 +353,7 @@ def decisive_tier(entry: Mapping[str, Any]) -> tuple[str, str]:
         return f"STALE ({n})", "pending"
     if state == INCOMPLETE:
         return f"incomplete ({n})", "pending"
-    return f"not run ({n})", "pending"
+    return f"none archived ({n})", "pending"
 
 
 def summary_rows(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
