@@ -369,3 +369,94 @@ def test_untrimmed_fast_backend_computes_the_whole_array_and_agrees():
     for g in ("nngp", "ntk"):
         assert rel(getattr(b, g), getattr(a, g)) <= 1e-6
     assert whole._cache and all(key[0] == (64, 8) for key in whole._cache)
+
+
+# --------------------------------------------------------------------------------------------
+# blocks of two lengths (issue 36 item 2): X1 at its own trimmed length, X2 at its own
+
+
+def _two_lengths(dim: int = 8):
+    """Short reviews (<= 40 tokens: trimmed to 64 positions) against long ones (<= 110: 128), in a
+    140-position array, and the same data cut by hand to the common length 128 (the computation before
+    per-side trimming: both sides at the longer block's length)."""
+    x1 = reviews([40, 35, 20], 140, 90, dim)
+    x2 = reviews([100, 110], 140, 91, dim)
+    return x1, x2
+
+
+@pytest.mark.parametrize("family,depth", [("gap", 0), ("gap_fcn", 1), ("cnn_gap", 1), ("cnn_gap", 2), ("struct", 1),
+                                          ("struct", 2)])
+def test_blocks_of_two_lengths_equal_the_padded_computation(family, depth):
+    """Every H6 model (config depths 1 and 2): a block whose sides have different real lengths is computed
+    with X1 at its own trimmed length and X2 at its own (pair arrays S1 x S2); equal to the whole padded
+    array (``trim=False``) and to both sides at the common length, to 1e-6 in float32 and 1e-12 in
+    float64; K(X2, X1) is its transpose."""
+    model = h6_model(family, depth)
+    x1, x2 = _two_lengths()
+    kf, whole = fast.kernel_fn(model, "fast"), fast.kernel_fn(model, "fast", trim=False)
+    a, b = kf._trim(x1, x2, C)
+    assert (a.shape[1], b.shape[1]) == (64, 128)  # each side at its own length
+    common = kf._trim(x2, x2, C)[0].shape[1]
+    get = ("nngp", "ntk")
+    for dtype, tol in ((np.float32, 1e-6), (np.float64, 1e-12)):
+        with enable_x64(dtype == np.float64):
+            y1, y2 = x1.astype(dtype), x2.astype(dtype)
+            got = kf(y1, y2, get, mask_constant=C)
+            swapped = kf(y2, y1, get, mask_constant=C)
+            ref = whole(y1, y2, get, mask_constant=C)
+            cut = whole(y1[:, :common], y2[:, :common], get, mask_constant=C)
+            for g in get:
+                assert np.asarray(getattr(got, g)).dtype == dtype
+                assert rel(getattr(got, g), getattr(ref, g)) <= tol, (g, dtype, rel(getattr(got, g), getattr(ref, g)))
+                assert rel(getattr(got, g), getattr(cut, g)) <= tol, (g, dtype)
+                assert rel(np.asarray(getattr(swapped, g)).T, getattr(ref, g)) <= tol, (g, dtype)
+    assert {k[0][0] for k in kf._cache} >= {64, 128}  # a per-input pass at each length
+
+
+def test_blocks_of_two_lengths_equal_neural_tangents():
+    """The H6 Struct model on a block of two lengths equals neural-tangents on the padded array."""
+    x1, x2 = reviews([20, 14], 70, 92), reviews([60, 50, 33], 70, 93)
+    model = h6_model("struct", 1)
+    assert [y.shape[1] for y in fast.kernel_fn(model, "fast")._trim(x1, x2, C)] == [32, 64]
+    assert_equal_to_nt(model, x1, x2, mask_constant=C)
+
+
+def test_every_trimmable_layer_takes_two_lengths():
+    """Layers beyond H6's: SAME and VALID convolutions, LayerNorm, Dense, attention with each mechanism and
+    the positional embedding: X1 and X2 at two lengths equal the padded array and neural-tangents."""
+    def decay(d):
+        return 1.0 / (1.0 + d)
+
+    x1, x2 = reviews([12, 7, 19], 72, 94), reviews([50, 41], 72, 95)
+    for mech in ("SOFTMAX", "IDENTITY", "RELU"):
+        model = fast.serial(
+            fast.Conv(4, (3,), padding="SAME", W_std=1.3, b_std=0.1), fast.Relu(), fast.Dense(4, W_std=1.2, b_std=0.2),
+            fast.LayerNorm(eps=1e-6),
+            fast.GlobalSelfAttention(4, 4, 4, 1, attention_mechanism=mech, pos_emb_type="SUM", W_pos_emb_std=0.7,
+                                     pos_emb_decay_fn=decay, W_query_std=1.5, b_std=0.1),
+            fast.Relu(), fast.Conv(4, (5,), padding="VALID", W_std=1.1), fast.Relu(), fast.GlobalAvgPool(),
+            fast.Dense(1))
+        kf, whole = fast.kernel_fn(model, "fast"), fast.kernel_fn(model, "fast", trim=False)
+        assert [y.shape[1] for y in kf._trim(x1, x2, C)] == [32, 64]
+        for dtype, tol in ((np.float32, 1e-6), (np.float64, 1e-12)):
+            with enable_x64(dtype == np.float64):
+                got = kf(x1.astype(dtype), x2.astype(dtype), ("nngp", "ntk"), mask_constant=C)
+                ref = whole(x1.astype(dtype), x2.astype(dtype), ("nngp", "ntk"), mask_constant=C)
+                for g in ("nngp", "ntk"):
+                    assert rel(getattr(got, g), getattr(ref, g)) <= tol, (mech, g, dtype)
+        assert_equal_to_nt(model, x1, x2, mask_constant=C)
+
+
+def test_two_length_blocks_budget_their_pairs_and_keep_monte_carlo_attention_at_one_length():
+    """The chunk height counts S1 x S2 entries per pair; the Monte Carlo attention (draws of one length for
+    both inputs) keeps both sides at the longer length."""
+    from ntkrepro.kernels._src.engine import pair_bytes
+
+    kf = fast.kernel_fn(h6_model("struct", 1), "fast")
+    p64, p128 = kf.plan((64, 8)), kf.plan((128, 8))
+    assert pair_bytes(p64, 4, True, p128) == pair_bytes(p128, 4, True) // 2
+    assert kf.rows_for(64, 16, (64, 8), 4, True, (128, 8)) >= kf.rows_for(64, 16, (128, 8), 4, True)
+    mc = fast.serial(fast.Dense(4), fast.GlobalSelfAttention(4, 4, 4, 1, linear_scaling=False, mc_samples=4),
+                     fast.GlobalAvgPool())
+    x1, x2 = _two_lengths()
+    assert [y.shape[1] for y in fast.kernel_fn(mc, "fast")._trim(x1, x2, C)] == [128, 128]

@@ -185,15 +185,17 @@ class GlobalSelfAttention(Layer):
         (g1, m1), (g2, m2) = aux1, aux2
         ov2 = (self.W_out_std * self.W_value_std) ** 2
         b2 = 0.0 if self.b_std is None else self.b_std ** 2
-        n1, s, kk, n2 = p.k.shape[:4]
+        # x at S1 positions, y at S2 (sequences of two lengths, see base.pair_shapes): G(x) is S1 x S1,
+        # G(y) S2 x S2, and the product G(x) K G(y)^T is S1 x S2
+        n1, s, kk, n2, s2 = p.k.shape
         t = jnp.einsum("xsu,xukyt->xskyt", g1, p.k)  # one GEMM per x over both kernels
         if p.ntk == "array":  # linear: weigh [K, Theta + 2K] instead of mixing afterwards
             t = _stack([t[:, :, 0], t[:, :, 1] + 2 * t[:, :, 0]], "full")
         if plan.out_mode == "full":
             # right product per y, batch axis made leading explicitly (XLA's own layout choice for
             # this dot_general transposed ~3x slower on the CPU)
-            tt = jnp.transpose(t, (3, 0, 1, 2, 4)).reshape(n2, n1 * s * kk, s)
-            y = jnp.einsum("yrt,yvt->yrv", tt, g2).reshape(n2, n1, s, kk, s)
+            tt = jnp.transpose(t, (3, 0, 1, 2, 4)).reshape(n2, n1 * s * kk, s2)
+            y = jnp.einsum("yrt,yvt->yrv", tt, g2).reshape(n2, n1, s, kk, s2)
             y = jnp.transpose(y, (1, 2, 3, 0, 4))
         else:  # sum_t T[x,s,k,y,t] G(y)[s,t], as a product with ones: XLA emits one vectorised loop
             y = (t * jnp.transpose(g2, (1, 0, 2))[None, :, None]) @ jnp.ones((s,), t.dtype)

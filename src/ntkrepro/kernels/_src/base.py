@@ -170,6 +170,18 @@ def _pair_var(v1: Array, v2: Array, mode: str) -> tuple[Array, Array]:
     return v1[:, None, None], v2[None, None, :]
 
 
+def pair_shapes(k: Array, plan: "Plan", mode: str) -> tuple[Any, Any]:
+    r"""Spatial shapes of the rows (:math:`x`) and the columns (:math:`y`) of ``Pair.k`` in ``mode``, at
+    the layer's input. The plan's shape, except for sequences (one spatial axis) in full mode: there
+    :math:`x` and :math:`y` may have different lengths (the engine trims each side of a block to its own
+    length, :meth:`~.engine.FastKernelFn._trim`), so the full layout is ``(n1, S1, K, n2, S2)`` and the
+    lengths are read from the array. Every per-pair recursion is defined on such non-square position
+    blocks: a covariance pairs a position of :math:`x` with a position of :math:`y`."""
+    if mode == "full" and plan.in_shape and len(plan.in_shape) == 1:
+        return (int(k.shape[1]),), (int(k.shape[4]),)
+    return plan.in_shape, plan.in_shape
+
+
 def _single_var(v: Array, mode: str) -> tuple[Array, Array]:
     """``v (n, S)`` broadcast against a Single covariance as rows and as columns."""
     if mode == "full":

@@ -75,18 +75,22 @@ def _modes(mode: Any) -> list[str]:
     return [mode] if isinstance(mode, str) else [m for x in mode for m in _modes(x)]
 
 
-def pair_bytes(plan: Plan, itemsize: int, compute_ntk: bool) -> int:
+def pair_bytes(plan: Plan, itemsize: int, compute_ntk: bool, plan2: Plan | None = None) -> int:
     r"""Estimated peak bytes per input pair of the per-pair pass: the largest per-pair array
     (:math:`S^2` entries in full mode, :math:`S` in diag mode) times ``itemsize`` times 4 live
     arrays per kernel (input, output, the attention product :math:`G(x)K`, a stencil/ReLU
-    temporary), for NNGP and, if requested, NTK."""
+    temporary), for NNGP and, if requested, NTK. ``plan2``: the plan of :math:`X_2`'s inputs when
+    they have another length than :math:`X_1`'s (sequences trimmed per side): :math:`S_1 S_2`
+    entries per full array."""
     largest = 1
-    for leaf in _leaf_plans(plan):
-        for shape, mode in ((leaf.in_shape, leaf.in_mode), (leaf.out_shape, leaf.out_mode)):
-            for s, m in zip(_spatial_sizes(shape), _modes(mode)):
-                largest = max(largest, s * s if m == "full" else s)
+    plans2 = _leaf_plans(plan if plan2 is None else plan2)
+    for leaf, leaf2 in zip(_leaf_plans(plan), plans2):
+        for (shape, mode), (shape2, _) in zip(((leaf.in_shape, leaf.in_mode), (leaf.out_shape, leaf.out_mode)),
+                                              ((leaf2.in_shape, leaf2.in_mode), (leaf2.out_shape, leaf2.out_mode))):
+            for s, s2, m in zip(_spatial_sizes(shape), _spatial_sizes(shape2), _modes(mode)):
+                largest = max(largest, s * s2 if m == "full" else max(s, s2))
         if "full" in _modes(leaf.in_mode):  # attention's G(x)K is full even for a diag output
-            largest = max(largest, max(_spatial_sizes(leaf.in_shape)) ** 2)
+            largest = max(largest, max(_spatial_sizes(leaf.in_shape)) * max(_spatial_sizes(leaf2.in_shape)))
     return largest * itemsize * 4 * (2 if compute_ntk else 1)
 
 
@@ -109,6 +113,15 @@ def trailing_margin(model: Layer, plan: Plan) -> int | None:
                                    L.Identity)):
             return None
     return margin
+
+
+def trims_per_side(model: Layer, plan: Plan) -> bool:
+    r"""Whether a block :math:`K(X_1, X_2)` of this (trimmable, :func:`trailing_margin`) model may have
+    :math:`X_1` and :math:`X_2` at two different lengths: every per-pair recursion of its layers takes
+    non-square position blocks (:func:`.base.pair_shapes`), except the Monte Carlo attention
+    (``linear_scaling=False``), whose draws are drawn for one length of both inputs."""
+    return trailing_margin(model, plan) is not None and not any(
+        isinstance(leaf, L.GlobalSelfAttention) and not leaf.linear_scaling for leaf, _ in iter_leaves(model, plan))
 
 
 def _real_extent(x: Any, mask_constant: float) -> int:
@@ -353,31 +366,48 @@ class FastKernelFn:
         return rows
 
     def _trim(self, x1: Any, x2: Any | None, mask_constant: float) -> tuple[Any, Any | None]:
-        r"""Drop trailing positions that are masked in every input of the block, keeping the margin
-        the model needs (:func:`trailing_margin`), rounded up to a multiple of :data:`TRIM_QUANTUM`
-        (one compilation per length bucket). Exact: the model is invariant to appending masked
-        positions beyond that margin (neural-tangents' masking; tested). Only for inputs with one
-        spatial axis and models of the layers listed in :func:`trailing_margin`."""
+        r"""Drop trailing positions that are masked in every input of a side of the block, keeping
+        the margin the model needs (:func:`trailing_margin`), rounded up to a multiple of
+        :data:`TRIM_QUANTUM` (one compilation per length bucket). **Each side at its own length**
+        (:math:`X_1` at :math:`S_1`, :math:`X_2` at :math:`S_2`, the per-pair arrays
+        :math:`S_1	imes S_2`) where every layer's pair recursion takes non-square position blocks
+        (:func:`trims_per_side`), else both at the longer one. Exact: the kernel of a pair is
+        invariant to appending masked positions to either input beyond that margin (neural-tangents'
+        masking; tested). Only for inputs with one spatial axis and models of the layers listed in
+        :func:`trailing_margin`."""
         if x1.ndim != 3:
             return x1, x2
-        margin = trailing_margin(self.model, self.plan(tuple(x1.shape[1:])))
+        plan = self.plan(tuple(x1.shape[1:]))
+        margin = trailing_margin(self.model, plan)
         if margin is None:
             return x1, x2
-        extent = max(_real_extent(x, mask_constant) for x in ((x1,) if x2 is None else (x1, x2)))
-        length = min(x1.shape[1], -(-max(extent + margin, 1) // TRIM_QUANTUM) * TRIM_QUANTUM)
-        if length >= x1.shape[1]:
-            return x1, x2
-        return x1[:, :length], None if x2 is None else x2[:, :length]
+
+        def length(extent: int) -> int:
+            return min(x1.shape[1], -(-max(extent + margin, 1) // TRIM_QUANTUM) * TRIM_QUANTUM)
+
+        e1 = _real_extent(x1, mask_constant)
+        if x2 is None:
+            l1 = length(e1)
+            return (x1 if l1 >= x1.shape[1] else x1[:, :l1]), None
+        e2 = _real_extent(x2, mask_constant)
+        if trims_per_side(self.model, plan):
+            l1, l2 = length(e1), length(e2)
+        else:
+            l1 = l2 = length(max(e1, e2))
+        return (x1 if l1 >= x1.shape[1] else x1[:, :l1]), (x2 if l2 >= x2.shape[1] else x2[:, :l2])
 
     def plan(self, in_shape: Sequence[int]) -> Plan:
         """The static plan (modes and shapes per layer) for inputs of shape ``(n, *in_shape)``."""
         return self._compiled(tuple(in_shape), None, True)[0]
 
-    def rows_for(self, n1: int, n2: int, in_shape: Sequence[int], itemsize: int, compute_ntk: bool) -> int:
-        """Chunk height: ``rows`` if set, else the most rows whose pairs fit ``memory_budget``."""
+    def rows_for(self, n1: int, n2: int, in_shape: Sequence[int], itemsize: int, compute_ntk: bool,
+                 in_shape2: Sequence[int] | None = None) -> int:
+        """Chunk height: ``rows`` if set, else the most rows whose pairs fit ``memory_budget``
+        (``in_shape2``: :math:`X_2`'s input shape where it differs, sequences trimmed per side)."""
         if self.rows:
             return max(1, min(int(self.rows), n1))
-        per = pair_bytes(self.plan(in_shape), itemsize, compute_ntk)
+        plan2 = None if in_shape2 is None or tuple(in_shape2) == tuple(in_shape) else self.plan(in_shape2)
+        per = pair_bytes(self.plan(in_shape), itemsize, compute_ntk, plan2)
         return int(max(1, min(n1, self.memory_budget // max(1, n2 * per))))
 
     # -- call ------------------------------------------------------------------------------------
@@ -415,9 +445,14 @@ class FastKernelFn:
             x2 = x1 if sym else x2
         plan, single, pair = self._compiled(tuple(x1.shape[1:]), mask_constant, compute_ntk)
         xm1, aux1 = single(x1)
-        xm2, aux2 = (xm1, aux1) if sym else single(x2)
+        if sym:
+            xm2, aux2 = xm1, aux1
+        else:  # X2 trimmed to its own length: its per-input pass at that length (the pair pass reads both)
+            single2 = single if x2.shape[1:] == x1.shape[1:] else \
+                self._compiled(tuple(x2.shape[1:]), mask_constant, compute_ntk)[1]
+            xm2, aux2 = single2(x2)
         n1, n2 = x1.shape[0], x2.shape[0]
-        rows = self.rows_for(n1, n2, x1.shape[1:], x1.dtype.itemsize, compute_ntk)
+        rows = self.rows_for(n1, n2, x1.shape[1:], x1.dtype.itemsize, compute_ntk, x2.shape[1:])
         chunks: list[tuple] = []  # per chunk: ((nngp, ntk) per output)
         for start in range(0, n1, rows):
             idx = np.minimum(np.arange(start, start + rows), n1 - 1)

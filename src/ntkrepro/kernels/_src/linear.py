@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ntkrepro.kernels._src.base import (Array, Info, Layer, Pair, Single, _affine, _kernel_slices, _mask_pair, _mask_single,
-                                        _nt_stax, _size, _stack, enum_value, stax_keywords)
+                                        _nt_stax, _size, _stack, enum_value, pair_shapes, stax_keywords)
 
 
 def conv_offsets(shape: Sequence[int], filter_shape: Sequence[int], padding: str
@@ -65,7 +65,7 @@ def conv_offsets(shape: Sequence[int], filter_shape: Sequence[int], padding: str
 
 
 def _stencil(a: Array, n_rows: int, n_cols: int | None, shape: Sequence[int], filter_shape: Sequence[int],
-             padding: str) -> Array:
+             padding: str, col_shape: Sequence[int] | None = None) -> Array:
     r"""The conv stencil on a covariance (neural-tangents ``_conv_kernel_full_spatial_shared`` /
     ``_conv_kernel_diagonal_spatial``: a diagonal filter of weights :math:`1/k_i` per dimension,
     stride 1): with :math:`a` viewed as a matrix of ``n_rows`` row blocks of :math:`S` positions and
@@ -75,28 +75,38 @@ def _stencil(a: Array, n_rows: int, n_cols: int | None, shape: Sequence[int], fi
         [\,s + d \in \text{grid}\,][\,t + d \in \text{grid}\,]\; a_{(x,s+o),(y,t+o)},
 
     both positions shifted jointly (only rows when ``n_cols`` is None: the diagonal mode). The
-    result is cropped to the output grid (``VALID``). ``a`` is 2-D ``(n_rows S, C)``."""
+    result is cropped to the output grid (``VALID``). ``a`` is 2-D ``(n_rows S, C)``. ``col_shape``: the
+    column blocks' grid when it differs from the rows' (sequences of two lengths, one spatial axis: the
+    flattened offsets of a tap are then the same on both sides; see :func:`.base.pair_shapes`)."""
     taps, out_shape = conv_offsets(shape, filter_shape, padding)
-    s = _size(shape)
+    col_shape = tuple(shape) if col_shape is None else tuple(col_shape)
+    if col_shape != tuple(shape):
+        if len(shape) != 1 or len(col_shape) != 1 or not n_cols:
+            raise ValueError(f"rows and columns on different grids {tuple(shape)}, {col_shape}: one spatial axis, "
+                             "full mode only")
+        col_taps, col_out = conv_offsets(col_shape, filter_shape, padding)
+    else:
+        col_taps, col_out = taps, out_shape
     r, c = a.shape
     lo = max(0, -min(o for o, _ in taps))
     hi = max(0, max(o for o, _ in taps))
     ap = jnp.pad(a, ((lo, hi), (lo, hi) if n_cols else (0, 0)))
     acc = None
-    for o, inside in taps:
+    for (o, inside), (_, col_inside) in zip(taps, col_taps):
         term = ap[lo + o:lo + o + r, (lo + o if n_cols else 0):(lo + o if n_cols else 0) + c]
-        if inside is not None:  # zero the taps that read outside the grid (row and column factor)
+        if inside is not None:  # zero the taps that read outside the grid (row factor)
             term = term * jnp.asarray(np.tile(inside, n_rows), a.dtype)[:, None]
-            if n_cols:
-                term = term * jnp.asarray(np.tile(inside, n_cols), a.dtype)[None, :]
+        if n_cols and col_inside is not None:  # (column factor)
+            term = term * jnp.asarray(np.tile(col_inside, n_cols), a.dtype)[None, :]
         acc = term if acc is None else acc + term
     acc = acc / float(np.prod(filter_shape))
-    if tuple(out_shape) != tuple(shape):
+    if tuple(out_shape) != tuple(shape) or tuple(col_out) != col_shape:
         crop = tuple(slice(0, m) for m in out_shape)
-        so = _size(out_shape)
-        acc = acc.reshape((n_rows,) + tuple(shape) + ((c,) if not n_cols else (n_cols,) + tuple(shape)))
-        idx = (slice(None),) + crop + ((slice(None),) if not n_cols else (slice(None),) + crop)
-        acc = acc[idx].reshape(n_rows * so, c if not n_cols else n_cols * so)
+        col_crop = tuple(slice(0, m) for m in col_out)
+        so, co = _size(out_shape), _size(col_out)
+        acc = acc.reshape((n_rows,) + tuple(shape) + ((c,) if not n_cols else (n_cols,) + col_shape))
+        idx = (slice(None),) + crop + ((slice(None),) if not n_cols else (slice(None),) + col_crop)
+        acc = acc[idx].reshape(n_rows * so, c if not n_cols else n_cols * co)
     return acc
 
 
@@ -210,13 +220,16 @@ class Conv(Layer):
     def pair(self, p, aux1, aux2, plan):
         s, so = _size(plan.in_shape), _size(plan.out_shape)
         full = plan.in_mode == "full"
+        sh1, sh2 = pair_shapes(p.k, plan, plan.in_mode)  # x's and y's grids (sequences: two lengths)
 
         def apply(k):
             n1, kk, n2 = k.shape[0], k.shape[2], k.shape[3]
             if full:
-                out = _stencil(k.reshape(n1 * s, kk * n2 * s), n1, kk * n2, plan.in_shape, self.filter_shape,
-                               self.padding)
-                return out.reshape(n1, so, kk, n2, so)
+                s1, s2 = _size(sh1), _size(sh2)
+                o1, o2 = _size(self.out_shape(sh1)), _size(self.out_shape(sh2))
+                out = _stencil(k.reshape(n1 * s1, kk * n2 * s2), n1, kk * n2, sh1, self.filter_shape,
+                               self.padding, col_shape=sh2)
+                return out.reshape(n1, o1, kk, n2, o2)
             out = _stencil(k.reshape(n1 * s, kk * n2), n1, None, plan.in_shape, self.filter_shape, self.padding)
             return out.reshape(n1, so, kk, n2)
         return _linear_pair(p, plan.in_mode, apply, self.W_std, self.b_std, aux1, aux2)
