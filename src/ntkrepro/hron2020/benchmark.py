@@ -196,8 +196,9 @@ def run_length_case(family: str, depth: int, seq_len: int, n: int, block: int, *
     Two sets of ``n`` reviews whose lengths are drawn from ``lengths`` (word vectors random: cost does not
     depend on them), each padded to ``seq_len`` + the model's margin with the mask constant and sorted by
     length, cut into blocks of ``block`` (:func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`'s
-    layout). The fast backend computes every block pair, each at the block pair's own length (its exact
-    trimming of the tail masked in every review): its time is the sum. neural-tangents computes the whole
+    layout). The fast backend computes every block pair, each block at its own length (its exact trimming of
+    the tail masked in every review of a side: a pair of blocks at lengths :math:`l_1, l_2` computes
+    :math:`l_1\times l_2` position pairs): its time is the sum. neural-tangents computes the whole
     padded array whatever the lengths, so its time per pair is the same on every block pair: it is timed on
     ``nt_blocks`` block pairs (the shortest and the longest, the same blocks the fast backend computes,
     compared entry by entry) and its time for all pairs is that per-pair time :math:`\times n^2`
@@ -240,13 +241,16 @@ def run_length_case(family: str, depth: int, seq_len: int, n: int, block: int, *
         t_fast.append(timed(fast_all)[0])
         t_nt.append(timed(nt_picks)[0] / nt_pairs * n * n)
     speedups = [a / b for a, b in zip(t_nt, t_fast)]
-    kept = [int(fast._trim(x1[a], x2[b], mc)[0].shape[1]) for a, b in grid]
+    kept = [tuple(int(y.shape[1]) for y in fast._trim(x1[a], x2[b], mc)) for a, b in grid]
     return {"case": f"imdb-real {family} depth {depth} L={seq_len}", "dataset": "imdb-real", "family": family,
             "depth": depth, "length": seq_len, "n1": n, "n2": n, "pairs": n * n, "block": block,
             "review_lengths": {"subset_reviews": int(lengths.size), "median": float(np.median(lengths)),
                                "mean": float(np.mean(lengths)), "fraction_at_cap": float(np.mean(lengths >= seq_len)),
                                "drawn_mean": float(np.mean(np.concatenate([l1, l2])))},
-            "array_length": int(x1.shape[1]), "computed_lengths_mean": float(np.mean(kept)),
+            "array_length": int(x1.shape[1]), "computed_lengths": [list(k) for k in kept],
+            "computed_lengths_mean": float(np.mean(kept)),
+            "computed_longer_length_mean": float(np.mean([max(k) for k in kept])),
+            "computed_position_pairs_fraction": float(np.mean([a * b for a, b in kept])) / int(x1.shape[1]) ** 2,
             "fast": {"seconds": t_fast, "pairs_per_second_median": n * n / float(np.median(t_fast)),
                      "pairs_per_second_best": n * n / min(t_fast)},
             "nt": {"seconds_extrapolated": t_nt, "pairs_timed": nt_pairs, "blocks_timed": len(picks),
