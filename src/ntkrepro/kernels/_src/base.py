@@ -26,6 +26,11 @@ diag     ``(n1, S, K, n2)``  (:math:`s = t` only)         ``(n, S)``
 none     ``(n1, K, n2)``  (no spatial axes left)          ``(n,)``
 =======  ===============================================  ====================
 
+Sequences (one spatial axis) trimmed per side (:meth:`~.engine.FastKernelFn._trim`) have :math:`X_1`
+at :math:`S_1` positions and :math:`X_2` at :math:`S_2`: the full ``Pair.k`` is then
+``(n1, S1, K, n2, S2)``, each input's ``Single`` at its own length, and the layers read the two lengths
+from the array (:func:`pair_shapes`).
+
 The full layout is the block matrix :math:`[K(x,y)_{st}]` with rows :math:`(x, s)` and columns
 :math:`(\cdot, y, t)`: every elementwise pass (ReLU, masks, LayerNorm) runs over a long contiguous
 minor axis (XLA's CPU loops do not vectorise over the 8-wide minor axes of an

@@ -12,6 +12,11 @@ For a block :math:`X_1 \times X_2`:
    pair arrays stay under ``memory_budget`` bytes (see :func:`pair_bytes`); the last chunk is padded
    to the same size, so each input shape compiles once.
 
+With ``mask_constant``, masked sequences are first trimmed (:meth:`FastKernelFn._trim`): each side of
+the block to the length its own inputs need, so that the per-input passes run at :math:`S_1` and
+:math:`S_2` and the per-pair arrays are :math:`S_1\times S_2` (issue 36 item 2; one compilation per
+pair of length buckets).
+
 The result is what ``stax`` ``kernel_fn(x1, x2, get, mask_constant=...)`` returns: an array for a
 single ``get`` string, else a namedtuple with fields ``get``.
 """
