@@ -319,3 +319,35 @@ def test_length_sorted_blocks_reject_lengths_of_the_wrong_size(tmp_path):
         compute_kernel_blocks_sorted(_trimming_kernel(100.0, []), x1, l1[:5], block_size=2, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="len2 is needed"):
         compute_kernel_blocks_sorted(_trimming_kernel(100.0, []), x1, l1, x1, None, block_size=2, cache_dir=tmp_path)
+
+
+def test_length_sorted_fast_blocks_at_two_lengths_equal_the_padded_kernel_in_float64(tmp_path):
+    """H6's Struct model through the fast backend: length-sorted blocks, each block pair with its two sides at
+    their own trimmed lengths, equal the kernel of the whole padded arrays in review order to 1e-12."""
+    from ntkrepro.hron2020.imdb import build_kernel_fn
+    from ntkrepro.kernels import fast
+
+    rng = np.random.default_rng(7)
+    lens = {1: rng.integers(3, 70, 10), 2: rng.integers(3, 70, 7)}
+    xs = {}
+    for k, ln in lens.items():
+        x = rng.standard_normal((ln.size, 74, 6))
+        for i, n in enumerate(ln):
+            x[i, n:] = 100.0
+        xs[k] = x
+    model = fast.from_stax_builder(build_kernel_fn, "struct", 1, filter_size=9, W_pos_emb_std=1.0)
+    kw = dict(block_size=3, get=("nngp", "ntk"), dtype="float64", progress=False, mask_constant=100.0,
+              backend="ntkrepro.kernels.fast")
+    seen = []
+    trimming = fast.kernel_fn(model, "fast")
+
+    def recording(a, b, get, mask_constant=None):
+        seen.append(tuple(y.shape[1] for y in trimming._trim(a, b, mask_constant)))
+        return trimming(a, b, get, mask_constant=mask_constant)
+
+    got = compute_kernel_blocks_sorted(recording, xs[1], lens[1], xs[2], lens[2], cache_dir=tmp_path / "s", **kw)
+    ref = compute_kernel_blocks(fast.kernel_fn(model, "fast", trim=False), xs[1], xs[2], cache_dir=tmp_path / "r",
+                                **kw)
+    assert any(a != b for a, b in seen)  # block pairs at two lengths were computed
+    for g in ("nngp", "ntk"):
+        assert np.max(np.abs(got[g] - ref[g])) / np.max(np.abs(ref[g])) <= 1e-12, g
