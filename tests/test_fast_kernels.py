@@ -456,6 +456,9 @@ def test_two_length_blocks_budget_their_pairs_and_keep_monte_carlo_attention_at_
     p64, p128 = kf.plan((64, 8)), kf.plan((128, 8))
     assert pair_bytes(p64, 4, True, p128) == pair_bytes(p128, 4, True) // 2
     assert kf.rows_for(64, 16, (64, 8), 4, True, (128, 8)) >= kf.rows_for(64, 16, (128, 8), 4, True)
+    model = h6_model("struct", 1)  # VALID conv of 9 taps: 24 and 56 attention positions
+    assert fast.flop_count(model, (32, 8), in_shape2=(64, 8))["attention"] == 2 * 2 * 24 * 56 * (24 + 56)
+    assert fast.flop_count(model, (64, 8), in_shape2=(64, 8)) == fast.flop_count(model, (64, 8))
     mc = fast.serial(fast.Dense(4), fast.GlobalSelfAttention(4, 4, 4, 1, linear_scaling=False, mc_samples=4),
                      fast.GlobalAvgPool())
     x1, x2 = _two_lengths()

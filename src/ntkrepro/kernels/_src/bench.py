@@ -34,35 +34,42 @@ from ntkrepro.kernels._src.layers import Conv, GlobalSelfAttention, Layer
 from ntkrepro.kernels.blocks import block_grid
 
 
-def _flops(leaf: Layer, plan, nk: int) -> tuple[float, float]:
+def _flops(leaf: Layer, plan, nk: int, plan2=None) -> tuple[float, float]:
+    """FLOPs per pair of one leaf; ``plan2``: the leaf's plan for :math:`X_2` at another length (sequences
+    trimmed per side): :math:`S_1 S_2` entries, attention :math:`2 S_1 S_2 (S_1 + S_2)` per kernel."""
+    plan2 = plan if plan2 is None else plan2
     if isinstance(leaf, Conv):
         taps = float(np.prod(leaf.filter_shape))
-        s = float(np.prod(plan.out_shape))
-        return nk * taps * (s * s if plan.in_mode == "full" else s), 0.0
+        s, s2 = float(np.prod(plan.out_shape)), float(np.prod(plan2.out_shape))
+        return nk * taps * (s * s2 if plan.in_mode == "full" else s), 0.0
     if isinstance(leaf, GlobalSelfAttention) and not leaf.linear_scaling:
         from ntkrepro.kernels._src.attention_mc import flops_per_pair
 
         f = flops_per_pair(leaf, int(np.prod(plan.in_shape)), nk == 2)
         return f, f
     if isinstance(leaf, GlobalSelfAttention):
-        s = float(np.prod(plan.in_shape))
-        f = nk * (4 * s ** 3 if plan.out_mode == "full" else 2 * s ** 3 + 2 * s * s)
+        s, s2 = float(np.prod(plan.in_shape)), float(np.prod(plan2.in_shape))
+        f = nk * (2 * s * s2 * (s + s2) if plan.out_mode == "full" else 2 * s ** 3 + 2 * s * s)
         return f, f
     return 0.0, 0.0
 
 
-def flop_count(model: Layer, in_shape: tuple[int, ...], compute_ntk: bool = True) -> dict[str, float]:
+def flop_count(model: Layer, in_shape: tuple[int, ...], compute_ntk: bool = True,
+               in_shape2: tuple[int, ...] | None = None) -> dict[str, float]:
     r"""Analytic FLOPs per input pair of the fast backend (``fast`` module docstring): the input
     covariance :math:`2C\cdot S^2` (full) or :math:`2C\cdot S` (diagonal), conv taps, attention
-    products; elementwise layers 0. ``{"total", "attention"}``."""
+    products; elementwise layers 0. ``{"total", "attention"}``. ``in_shape2``: :math:`X_2`'s input
+    shape where it differs (sequences trimmed per side: :math:`S_1 S_2` in place of :math:`S^2`)."""
     kf = FastKernelFn(model)
     plan = kf.plan(in_shape)
+    plan2 = plan if in_shape2 is None else kf.plan(in_shape2)
     nk = 2 if compute_ntk else 1
     s0 = float(np.prod(in_shape[:-1])) if len(in_shape) > 1 else 1.0
-    total = 2.0 * in_shape[-1] * (s0 * s0 if plan.in_mode == "full" else s0)
+    s02 = s0 if in_shape2 is None else (float(np.prod(in_shape2[:-1])) if len(in_shape2) > 1 else 1.0)
+    total = 2.0 * in_shape[-1] * (s0 * s02 if plan.in_mode == "full" else s0)
     att = 0.0
-    for leaf, pl in iter_leaves(model, plan):
-        f, a = _flops(leaf, pl, nk)
+    for (leaf, pl), (_, pl2) in zip(iter_leaves(model, plan), iter_leaves(model, plan2)):
+        f, a = _flops(leaf, pl, nk, pl2)
         total += f
         att += a
     return {"total": total, "attention": att}
@@ -150,9 +157,11 @@ def compare_backends(model: Layer, x1: Any, x2: Any, *, mask_constant: float | N
     out["speedup_cpu_best"] = out["fast"]["pairs_per_cpu_second_best"] / out["nt"]["pairs_per_cpu_second_best"]
     # FLOPs of the work the fast backend does: on the trimmed arrays when an all-masked tail was
     # dropped, so that achieved FLOP/s stays a rate of real arithmetic
-    shape = tuple(x1.shape[1:]) if mc is None else tuple(k_fast._trim(x1, x2, mc)[0].shape[1:])
-    fl = flop_count(model, shape)
-    out["flops_per_pair"] = {**fl, "input_shape": list(shape)}
+    t1, t2 = (x1, x2) if mc is None else k_fast._trim(x1, x2, mc)  # each side at its own length
+    shapes = [tuple(t1.shape[1:]), tuple((t1 if t2 is None else t2).shape[1:])]
+    shape = shapes[0]
+    fl = flop_count(model, shape, in_shape2=shapes[1])
+    out["flops_per_pair"] = {**fl, "input_shape": list(shape), "input_shape2": list(shapes[1])}
     best_fast, best_cpu = min(times["fast"][0]), min(times["fast"][1])
     out["fast"]["flops_per_second"] = fl["total"] * pairs / best_fast
     out["fast"]["fraction_of_matmul"] = out["fast"]["flops_per_second"] / peak["best"]
