@@ -131,6 +131,40 @@ def test_relu_kernel_is_the_arc_cosine_kernel_and_exact_on_coincident_entries():
     assert float(ds[0]) == 0.5
 
 
+def test_relu_correlation_form_in_float32_is_the_arc_cosine_kernel():
+    """The float32 pair pass's ReLU (issue 36: no division per entry) against the arc-cosine kernel in
+    float64 of the same float32 inputs, over correlations across [-1, 1] (both ends included), zero
+    variances (neural-tangents' theta = pi/2 fill) and coincident entries (theta = 0 exactly)."""
+    rng = np.random.default_rng(2)
+    v1 = rng.uniform(0.01, 4, 4000).astype(np.float32)
+    v2 = rng.uniform(0.01, 4, 4000).astype(np.float32)
+    rho = np.concatenate([rng.uniform(-1, 1, 3990), [-1, 1, 0, 0.5, -0.5, 1 - 1e-7, -1 + 1e-7, 1e-30, 0.999, -0.999]])
+    c = (rho * np.sqrt(v1.astype(np.float64) * v2)).astype(np.float32)
+    v1[-3], v2[-4], c[-4:-2] = 0.0, 0.0, 0.0  # masked positions: zero variance, zero covariance
+    c64, v64 = c.astype(np.float64), v1.astype(np.float64) * v2
+    th = np.arccos(np.clip(c64 / np.where(v64 > 0, np.sqrt(v64), 1.0), -1, 1))
+    want_ds = (np.pi - th) / (2 * np.pi)
+    want = (np.sqrt(np.maximum(v64 - c64 ** 2, 0)) + (np.pi - th) * c64) / (2 * np.pi)
+    sd1, sd2 = np.sqrt(v1), np.sqrt(v2)
+    inv = lambda s: np.where(s > 0, 1 / np.where(s > 0, s, 1), 0).astype(np.float32)  # noqa: E731
+    k, ds = (np.asarray(a, np.float64) for a in jax.jit(elementwise.relu_kernel_corr)(c, sd1, sd2, inv(sd1), inv(sd2)))
+    scale = np.sqrt(v64)
+    assert np.max(np.abs(k - want) / np.where(scale > 0, scale, 1)) < 2e-7
+    # the slope, unlike K', is ill-conditioned at |rho| -> 1: an input rounding of rho by eps moves theta
+    # by eps / sin(theta) (the atan2 form and neural-tangents alike)
+    assert np.max(np.abs(ds - want_ds) * np.maximum(np.sin(th), 1e-3)) < 1e-7
+    assert ds[-4] == ds[-3] == 0.25 and k[-4] == k[-3] == 0.0  # zero variance: theta = pi/2, K' = 0
+    # coincident entries: rho = 1 even where c^2 != v1 v2 by rounding
+    v = np.float32(1.3)
+    c1 = np.array([np.nextafter(v, np.float32(0))])
+    s = np.array([np.sqrt(v)], np.float32)
+    _, ds = elementwise.relu_kernel_corr(c1, s, s, 1 / s, 1 / s, np.array([True]))
+    assert float(ds[0]) == 0.5
+    a = np.linspace(0, 1, 100001).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(elementwise.acos_unit_f32(a), np.float64), np.arccos(a.astype(np.float64)),
+                               rtol=3e-7, atol=1e-7)
+
+
 # --------------------------------------------------------------------------------------------
 # H4 (CIFAR-10 families)
 
