@@ -65,6 +65,15 @@ class Single(NamedTuple):
     mask: Array | None
 
 
+class Inputs(NamedTuple):
+    r"""``Pair.k`` before the first layer, when that layer computes from the inputs themselves instead
+    of their covariance :math:`K(x, y)_{st} = x_s\cdot y_t / C_{\rm in}` (a first ``Conv``:
+    :meth:`.linear.Conv.takes_inputs`): the mask-zeroed inputs ``x1 (n1, S, C)``, ``x2 (n2, S, C)``."""
+
+    x1: Array
+    x2: Array
+
+
 class Pair(NamedTuple):
     """Per-pair state: stacked kernels ``k``, NTK status ``ntk`` ("array" | "copy" | "zero" |
     "none") and,
