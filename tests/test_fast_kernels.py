@@ -165,6 +165,40 @@ def test_relu_correlation_form_in_float32_is_the_arc_cosine_kernel():
                                rtol=3e-7, atol=1e-7)
 
 
+@pytest.mark.parametrize("shape, filt, padding", [((5, 6), (3, 3), "SAME"), ((5, 6), (3, 2), "VALID"),
+                                                 ((10,), (3,), "VALID"), ((10,), (4,), "SAME")])
+def test_first_conv_from_input_patches_is_the_stencil_of_the_input_covariance(shape, filt, padding):
+    """A first Conv computes its pair update as one GEMM of input patches (issue 36): equal to the
+    stencil of the input covariance (the path of every later Conv), masks and bias included."""
+    from ntkrepro.kernels._src.base import Inputs, Pair, input_pair
+
+    rng = np.random.default_rng(3)
+    s = int(np.prod(shape))
+    conv = fast.Conv(8, filt, padding=padding, W_std=1.3, b_std=0.2)
+    plan = conv.plan(shape, "full")
+    with enable_x64():
+        x1, x2 = rng.standard_normal((3, s, 2)), rng.standard_normal((4, s, 2))
+        for masked in (False, True):
+            m1 = m2 = None
+            if masked:  # output masks as Conv.single gives them (the window centre's input mask)
+                m1 = conv._out_mask(np.arange(s)[None, :] >= s - 2 - np.arange(3)[:, None], shape)
+                m2 = conv._out_mask(np.zeros((4, s), bool), shape)
+            for ntk in ("zero", "none"):
+                got = conv.pair(Pair(Inputs(x1, x2), ntk), m1, m2, plan)
+                want = conv.pair(Pair(input_pair(x1, x2, "full", True), ntk), m1, m2, plan)
+                assert got.ntk == want.ntk and got.k.shape == want.k.shape
+                np.testing.assert_allclose(np.asarray(got.k), np.asarray(want.k), rtol=1e-13, atol=1e-15)
+
+
+def test_the_engine_hands_the_inputs_to_a_first_conv_with_few_features():
+    from ntkrepro.kernels._src.engine import takes_inputs
+
+    h4 = h4_model("struct", 1)  # 3x3 taps x 3 channels = 27 features: one GEMM of patches
+    assert takes_inputs(h4, fast.FastKernelFn(h4).plan((8, 8, 3)), 3)
+    h6 = h6_model("struct", 1)  # 9 taps x 50-d word vectors: the stencil is cheaper than a 450-deep GEMM
+    assert not takes_inputs(h6, fast.FastKernelFn(h6).plan((40, 50)), 50)
+
+
 # --------------------------------------------------------------------------------------------
 # H4 (CIFAR-10 families)
 
