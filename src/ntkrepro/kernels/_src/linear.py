@@ -25,7 +25,8 @@ nonlinearities and ``LayerNorm`` may follow.
 .. math:: \mathcal A(K)_{st} = P(x)_s \cdot P(y)_t,\qquad
     P(x)_s = \big([\,s + d \in \text{grid}\,]\, x_{s+d}\big)_{d \in \text{taps}} \big/ \sqrt{C\textstyle\prod_i k_i},
 
-one GEMM with inner dimension :math:`C\prod_i k_i` (27 for H4's 3x3 conv on RGB images) instead of
+one GEMM with inner dimension :math:`C\prod_i k_i` (27 for H4's 3x3 conv on RGB images; :math:`\sigma_w`
+and :math:`\sigma_b` folded in as :math:`[\sigma_w P, \sigma_b]`, so that the GEMM writes :math:`K'`) instead of
 the input covariance (inner dimension :math:`C`) followed by the 9-tap stencil of the whole
 per-pair array: at :math:`S = 64`, 256 pairs, 1.0-1.2 ms of CPU time against 4.3-4.8 ms (measured
 2026-12-06, 2 shared cores). For many input channels (H6: 9 taps of 50-d word vectors, 450) the
@@ -255,11 +256,18 @@ class Conv(Layer):
     def pair(self, p, aux1, aux2, plan):
         s, so = _size(plan.in_shape), _size(plan.out_shape)
         full = plan.in_mode == "full"
-        if isinstance(p.k, Inputs):  # the stencil of the inputs' covariance as one GEMM of patches
-            p1, p2 = (conv_patches(x, plan.in_shape, self.filter_shape, self.padding) for x in p.k)
-            n1, n2 = p1.shape[0], p2.shape[0]
-            k = (p1.reshape(n1 * so, -1) @ p2.reshape(n2 * so, -1).T).reshape(n1, so, 1, n2, so)
-            return _linear_pair(p._replace(k=k), plan.in_mode, lambda a: a, self.W_std, self.b_std, aux1, aux2)
+        if isinstance(p.k, Inputs):  # the stencil of the inputs' covariance as one GEMM of patches,
+            # weight and bias folded into the features ([w P, b] [w P, b]^T = w^2 P P^T + b^2): the GEMM
+            # writes K' itself, no elementwise pass after it; from the inputs' zero NTK, Theta' = K'
+            feats = []
+            for x in p.k:
+                f = conv_patches(x, plan.in_shape, self.filter_shape, self.padding) * self.W_std
+                if self.b_std is not None:
+                    f = jnp.concatenate([f, jnp.full(f.shape[:2] + (1,), self.b_std, f.dtype)], axis=-1)
+                feats.append(f.reshape(f.shape[0] * so, -1))
+            n1, n2 = p.k.x1.shape[0], p.k.x2.shape[0]
+            k = _mask_pair((feats[0] @ feats[1].T).reshape(n1, so, 1, n2, so), aux1, aux2, plan.in_mode)
+            return Pair(k, {"zero": "copy", "none": "none"}[p.ntk], p.offset)
 
         def apply(k):
             n1, kk, n2 = k.shape[0], k.shape[2], k.shape[3]
