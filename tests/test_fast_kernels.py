@@ -20,6 +20,7 @@ from jax.experimental import enable_x64
 
 from ntkrepro.kernels import fast
 from ntkrepro.kernels._src import elementwise
+from ntkrepro.kernels._src.engine import takes_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = {s: yaml.safe_load((ROOT / f"config/{s}.yaml").read_text())["hron2020"] for s in ("smoke", "default", "paper")}
@@ -129,6 +130,74 @@ def test_relu_kernel_is_the_arc_cosine_kernel_and_exact_on_coincident_entries():
     c_rounded = np.nextafter(v, np.float32(0))
     _, ds = elementwise.relu_kernel(np.array([c_rounded]), np.array([v * v]), np.array([True]))
     assert float(ds[0]) == 0.5
+
+
+def test_relu_correlation_form_in_float32_is_the_arc_cosine_kernel():
+    """The float32 pair pass's ReLU (issue 36: no division per entry) against the arc-cosine kernel in
+    float64 of the same float32 inputs, over correlations across [-1, 1] (both ends included), zero
+    variances (neural-tangents' theta = pi/2 fill) and coincident entries (theta = 0 exactly)."""
+    rng = np.random.default_rng(2)
+    v1 = rng.uniform(0.01, 4, 4000).astype(np.float32)
+    v2 = rng.uniform(0.01, 4, 4000).astype(np.float32)
+    rho = np.concatenate([rng.uniform(-1, 1, 3990), [-1, 1, 0, 0.5, -0.5, 1 - 1e-7, -1 + 1e-7, 1e-30, 0.999, -0.999]])
+    c = (rho * np.sqrt(v1.astype(np.float64) * v2)).astype(np.float32)
+    v1[-3], v2[-4], c[-4:-2] = 0.0, 0.0, 0.0  # masked positions: zero variance, zero covariance
+    c64, v64 = c.astype(np.float64), v1.astype(np.float64) * v2
+    th = np.arccos(np.clip(c64 / np.where(v64 > 0, np.sqrt(v64), 1.0), -1, 1))
+    want_ds = (np.pi - th) / (2 * np.pi)
+    want = (np.sqrt(np.maximum(v64 - c64 ** 2, 0)) + (np.pi - th) * c64) / (2 * np.pi)
+    sd1, sd2 = np.sqrt(v1), np.sqrt(v2)
+    inv = lambda s: np.where(s > 0, 1 / np.where(s > 0, s, 1), 0).astype(np.float32)  # noqa: E731
+    k, ds = (np.asarray(a, np.float64) for a in jax.jit(elementwise.relu_kernel_corr)(c, sd1, sd2, inv(sd1), inv(sd2)))
+    scale = np.sqrt(v64)
+    assert np.max(np.abs(k - want) / np.where(scale > 0, scale, 1)) < 2e-7
+    # the slope, unlike K', is ill-conditioned at |rho| -> 1: an input rounding of rho by eps moves theta
+    # by eps / sin(theta) (the atan2 form and neural-tangents alike)
+    assert np.max(np.abs(ds - want_ds) * np.maximum(np.sin(th), 1e-3)) < 1e-7
+    assert ds[-4] == ds[-3] == 0.25 and k[-4] == k[-3] == 0.0  # zero variance: theta = pi/2, K' = 0
+    # coincident entries: rho = 1 even where c^2 != v1 v2 by rounding
+    v = np.float32(1.3)
+    c1 = np.array([np.nextafter(v, np.float32(0))])
+    s = np.array([np.sqrt(v)], np.float32)
+    _, ds = elementwise.relu_kernel_corr(c1, s, s, 1 / s, 1 / s, np.array([True]))
+    assert float(ds[0]) == 0.5
+    a = np.linspace(0, 1, 100001).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(elementwise.acos_unit_f32(a), np.float64), np.arccos(a.astype(np.float64)),
+                               rtol=3e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape, filt, padding", [((5, 6), (3, 3), "SAME"), ((5, 6), (3, 2), "VALID"),
+                                                 ((10,), (3,), "VALID"), ((10,), (4,), "SAME")])
+def test_first_conv_from_input_patches_is_the_stencil_of_the_input_covariance(shape, filt, padding):
+    """A first Conv computes its pair update as one GEMM of input patches (issue 36): equal to the
+    stencil of the input covariance (the path of every later Conv), masks and bias included."""
+    from ntkrepro.kernels._src.base import Inputs, Pair, input_pair
+
+    rng = np.random.default_rng(3)
+    s = int(np.prod(shape))
+    conv = fast.Conv(8, filt, padding=padding, W_std=1.3, b_std=0.2)
+    plan = conv.plan(shape, "full")
+    with enable_x64():
+        x1, x2 = rng.standard_normal((3, s, 2)), rng.standard_normal((4, s, 2))
+        for masked in (False, True):
+            m1 = m2 = None
+            if masked:  # output masks as Conv.single gives them (the window centre's input mask)
+                m1 = conv._out_mask(np.arange(s)[None, :] >= s - 2 - np.arange(3)[:, None], shape)
+                m2 = conv._out_mask(np.zeros((4, s), bool), shape)
+            for ntk in ("zero", "none"):
+                got = conv.pair(Pair(Inputs(x1, x2), ntk), m1, m2, plan)
+                want = conv.pair(Pair(input_pair(x1, x2, "full", True), ntk), m1, m2, plan)
+                assert got.ntk == want.ntk and got.k.shape == want.k.shape
+                np.testing.assert_allclose(np.asarray(got.k), np.asarray(want.k), rtol=1e-13, atol=1e-15)
+
+
+def test_the_engine_hands_the_inputs_to_a_first_conv_with_few_features():
+    from ntkrepro.kernels._src.engine import takes_inputs
+
+    h4 = h4_model("struct", 1)  # 3x3 taps x 3 channels = 27 features: one GEMM of patches
+    assert takes_inputs(h4, fast.FastKernelFn(h4).plan((8, 8, 3)), 3)
+    h6 = h6_model("struct", 1)  # 9 taps x 50-d word vectors: the stencil is cheaper than a 450-deep GEMM
+    assert not takes_inputs(h6, fast.FastKernelFn(h6).plan((40, 50)), 50)
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,6 +507,8 @@ def test_every_trimmable_layer_takes_two_lengths():
             fast.Dense(1))
         kf, whole = fast.kernel_fn(model, "fast"), fast.kernel_fn(model, "fast", trim=False)
         assert [y.shape[1] for y in kf._trim(x1, x2, C)] == [32, 64]
+        # the first Conv (3 taps x 8 channels) runs as one GEMM of patches, each side at its own length
+        assert takes_inputs(model, kf.plan((72, 8)), 8)
         for dtype, tol in ((np.float32, 1e-6), (np.float64, 1e-12)):
             with enable_x64(dtype == np.float64):
                 got = kf(x1.astype(dtype), x2.astype(dtype), ("nngp", "ntk"), mask_constant=C)

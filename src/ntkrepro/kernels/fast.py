@@ -62,8 +62,11 @@ and :mod:`ntkrepro.kernels._src.engine` (passes and chunking). In short: a per-i
 (:math:`C(x)`, attention weights :math:`G(x)`, variances, masks) and a per-pair pass over row chunks
 of the block, each layer its own XLA computation, on one array per block that stacks NNGP and NTK
 as a block matrix with rows :math:`(x, s)` and columns :math:`(\text{kernel}, y, t)`: the conv is a
-sum of 9 shifted, boundary-masked copies of that matrix; ReLU is one vectorised elementwise pass
-with a branch-free ``atan2`` (1.3 ns per element); an attention layer is one GEMM
+sum of 9 shifted, boundary-masked copies of that matrix (a first conv on few input channels, H4's
+3x3 on RGB, one GEMM of input patches instead, :mod:`ntkrepro.kernels._src.linear`); ReLU is one
+vectorised elementwise pass, in float32 from the correlation by a polynomial ``acos`` without
+divisions (float64: a branch-free ``atan2``; :mod:`ntkrepro.kernels._src.elementwise`); per-layer
+times at S = 64: ``docs/kernels.md``, "Where the time goes at S = 64"; an attention layer is one GEMM
 :math:`G(x)[K\ \Theta](x, \cdot)` per :math:`x` (both kernels at once) and, when the next layers
 need only :math:`s = t` (``LayerNorm``/``Flatten``, all H4 attention families), a row-wise product
 with :math:`G(y)` instead of the second GEMM. Diagonal entries of :math:`K(X, X)` (correlation

@@ -189,8 +189,6 @@ class GlobalSelfAttention(Layer):
         # G(y) S2 x S2, and the product G(x) K G(y)^T is S1 x S2
         n1, s, kk, n2, s2 = p.k.shape
         t = jnp.einsum("xsu,xukyt->xskyt", g1, p.k)  # one GEMM per x over both kernels
-        if p.ntk == "array":  # linear: weigh [K, Theta + 2K] instead of mixing afterwards
-            t = _stack([t[:, :, 0], t[:, :, 1] + 2 * t[:, :, 0]], "full")
         if plan.out_mode == "full":
             # right product per y, batch axis made leading explicitly (XLA's own layout choice for
             # this dot_general transposed ~3x slower on the CPU)
@@ -200,6 +198,9 @@ class GlobalSelfAttention(Layer):
         else:  # sum_t T[x,s,k,y,t] G(y)[s,t], as a product with ones: XLA emits one vectorised loop
             y = (t * jnp.transpose(g2, (1, 0, 2))[None, :, None]) @ jnp.ones((s,), t.dtype)
         y = ov2 * y
+        if p.ntk == "array":  # linear: Theta' = ov2 G Theta G' + 2 K' - b2, mixed on the (smaller or
+            # transposed anyway) product rather than on T (one pass over T less)
+            y = _stack([y[:, :, 0], y[:, :, 1] + 2 * y[:, :, 0]], plan.out_mode)
         if p.ntk in ("copy", "zero"):  # Theta' = ov2 G (c K) G' + 2 K' - b2: c = 1 (copy), 0 (zero)
             y0 = y[:, :, 0]
             y = _stack([y0, (3.0 if p.ntk == "copy" else 2.0) * y0], plan.out_mode)

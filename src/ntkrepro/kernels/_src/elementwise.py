@@ -17,6 +17,31 @@ is Cephes' ``atan`` (rational approximation on :math:`|u| \le 0.66`, reduction
 :math:`u = (t - 1)/(t + 1)` above, relative error below :math:`10^{-16}` in float64 and a few ulp in
 float32) after the octant reduction :math:`t = \min(y, |x|)/\max(y, |x|) \in [0, 1]`, all
 branches computed and selected with ``where`` so that the loop vectorises.
+
+**float32 pair pass: the correlation form** (:func:`relu_kernel_corr`). Even branch-free, that
+``atan2`` costs four divisions per entry, and the ReLU of a full :math:`S = 64` covariance took as
+long as the conv before it (2.6 ms per 256 pairs, issue 36). In float32 the pair pass computes the
+same map from the correlation :math:`\rho = c\,v_1^{-1/2} v_2^{-1/2}` (the inverse square roots
+are per input, so no division per entry) clamped to :math:`[-1, 1]`, :math:`a = |\rho|`:
+
+.. math::
+    \theta_a = \arccos a = \begin{cases} 2\arcsin\sqrt{(1 - a)/2} & a > 1/2 \\
+        \pi/2 - \arcsin a & a \le 1/2 \end{cases},\qquad
+    \theta = \theta_a \ (\rho \ge 0),\ \pi - \theta_a\ (\rho < 0),
+
+    \sqrt q = \sqrt{v_1}\sqrt{v_2}\,\sqrt{(1 - a)(1 + a)},
+
+with Cephes' ``asinf`` polynomial on :math:`[0, 1/2]` (:math:`\arcsin u = u + u z P(z)`,
+:math:`z = u^2`, degree 4, relative error :math:`\sim 2\cdot 10^{-7}`): two square roots, no
+division. :math:`\sqrt q` is computed from the same rounded :math:`\rho` as :math:`\theta`, so that
+in :math:`K' = (\sqrt q + (\pi - \theta)c)/2\pi` the rounding of :math:`\theta` cancels to first
+order (:math:`\partial_\theta(\sin\theta - \theta\cos\theta_0) = 0` at :math:`\theta_0`), as it
+does in the ``atan2`` form. Zero variance (masked positions) gives :math:`\rho = 0`,
+:math:`\theta = \pi/2` (neural-tangents' fill). float64 keeps the ``atan2`` form above (exact to
+:math:`4\cdot 10^{-16}`, the path for claims that need exactness). Near :math:`|\rho| = 1` (not an input
+with itself) neural-tangents' :math:`q = v_1v_2 - c^2` loses half the digits, so there the two
+backends differ by neural-tangents' own error (relative :math:`\sqrt{\epsilon}` at worst, far below
+the tests' tolerance for correlations under :math:`1 - 10^{-5}`).
 """
 
 from __future__ import annotations
@@ -60,6 +85,39 @@ def atan2_nonneg(y: jnp.ndarray, x: jnp.ndarray) -> jnp.ndarray:
     a = jnp.where(swap, _PI / 2 - a, a)
     a = jnp.where(x < 0, _PI - a, a)
     return jnp.where((y == 0) & (x == 0), _PI / 2, a)
+
+
+# Cephes asinf.c: asin(u) = u + u z P(z), z = u^2, 0 <= u <= 1/2 (float32)
+_ASIN_P = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6666752422e-1)
+
+
+def acos_unit_f32(a: jnp.ndarray) -> jnp.ndarray:
+    r""":math:`\arccos a` for :math:`a \in [0, 1]` in float32 (Cephes ``acosf``: :math:`2\arcsin
+    \sqrt{(1-a)/2}` above 1/2, :math:`\pi/2 - \arcsin a` below, ``asinf``'s polynomial; both
+    branches computed and selected, no division)."""
+    big = a > 0.5
+    z = jnp.where(big, 0.5 - 0.5 * a, a * a)
+    u = jnp.where(big, jnp.sqrt(z), a)
+    p = (((_ASIN_P[0] * z + _ASIN_P[1]) * z + _ASIN_P[2]) * z + _ASIN_P[3]) * z + _ASIN_P[4]
+    r = u + u * z * p
+    return jnp.where(big, 2.0 * r, _PI / 2 - r)
+
+
+def relu_kernel_corr(c: jnp.ndarray, sd1: jnp.ndarray, sd2: jnp.ndarray, isd1: jnp.ndarray, isd2: jnp.ndarray,
+                     coincident: jnp.ndarray | None = None) -> tuple[jnp.ndarray, jnp.ndarray]:
+    r"""The ReLU update of :func:`relu_kernel` in the correlation form (module docstring; float32
+    pair pass): ``sd1``, ``sd2`` the standard deviations :math:`\sqrt{v_1}, \sqrt{v_2}` and ``isd1``,
+    ``isd2`` their inverses (0 where the variance is 0), all broadcastable against ``c``. Returns
+    :math:`(K', \dot\sigma)`; ``coincident`` entries get :math:`\rho = 1`, :math:`\theta = 0` exactly."""
+    rho = c * isd1 * isd2
+    a = jnp.minimum(jnp.abs(rho), 1.0)
+    if coincident is not None:
+        a = jnp.where(coincident, jnp.ones((), a.dtype), a)
+    theta_a = acos_unit_f32(a)
+    theta = jnp.where(rho < 0, _PI - theta_a, theta_a)
+    square_root = sd1 * sd2 * jnp.sqrt((1.0 - a) * (1.0 + a))
+    dot_sigma = 0.5 - _FACTOR * theta
+    return _FACTOR * square_root + dot_sigma * c, dot_sigma
 
 
 def relu_kernel(c: jnp.ndarray, prod: jnp.ndarray, coincident: jnp.ndarray | None = None
@@ -112,14 +170,20 @@ class Relu(Layer):
 
     def pair(self, p, aux1, aux2, plan):
         mode = plan.in_mode
-        v1, v2 = _pair_var(aux1, aux2, mode)
         parts = _kernel_slices(p.k)
-        prod = v1 * v2
-        if mode != "none":  # drop the kernel axis of the broadcast variances
-            prod = prod[:, :, 0]
+
+        def broadcast(a1, a2):  # per-input (n, S) arrays against the NNGP slice (no kernel axis)
+            b1, b2 = _pair_var(a1, a2, mode)
+            return (b1[:, :, 0], b2[:, :, 0]) if mode != "none" else (b1[:, 0], b2[:, 0])
+
+        if p.k.dtype == jnp.float32:  # the correlation form: no division per entry (module docstring)
+            sd1, sd2 = jnp.sqrt(aux1), jnp.sqrt(aux2)
+            isd1, isd2 = (jnp.where(v > 0, 1.0 / jnp.where(v > 0, s, 1.0), 0.0) for v, s in ((aux1, sd1), (aux2, sd2)))
+            (sd1, sd2), (isd1, isd2) = broadcast(sd1, sd2), broadcast(isd1, isd2)
+            nngp, dot_sigma = relu_kernel_corr(parts[0], sd1, sd2, isd1, isd2, _coincident(p, mode))
         else:
-            prod = prod[:, 0]
-        nngp, dot_sigma = relu_kernel(parts[0], prod, _coincident(p, mode))
+            v1, v2 = broadcast(aux1, aux2)
+            nngp, dot_sigma = relu_kernel(parts[0], v1 * v2, _coincident(p, mode))
         if p.ntk in ("array", "copy"):
             ntk = (parts[1] if p.ntk == "array" else parts[0]) * dot_sigma
             return Pair(_stack([nngp, ntk], mode), "array", p.offset)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ntkrepro.kernels._src import layers as L
-from ntkrepro.kernels._src.base import Info, convert_pair
+from ntkrepro.kernels._src.base import Info, Inputs, convert_pair
 from ntkrepro.kernels._src.combinators import FanOut
 from ntkrepro.kernels._src.layers import (FanInSum, Identity, Layer, Pair, Plan, Single, fast_inputs, input_pair,
                                           input_single)
@@ -162,6 +162,21 @@ def plan_outputs(plan: Plan) -> int:
     return len(_modes(plan.out_mode))
 
 
+def takes_inputs(model: Layer, plan: Plan, channels: int) -> bool:
+    """Whether the model's first leaf computes its pair update from the inputs themselves
+    (``Pair.k`` an :class:`~.base.Inputs`, e.g. a first ``Conv`` as one GEMM of patches,
+    :meth:`.linear.Conv.takes_inputs`) instead of from their covariance."""
+    leaf, pl = next(iter_leaves(model, plan))
+    return bool(getattr(leaf, "takes_inputs", lambda *a: False)(pl, channels))
+
+
+def _pairs_of(k: Any) -> int:
+    """Input pairs of a ``Pair.k`` (an array in any mode, or :class:`~.base.Inputs`)."""
+    if isinstance(k, Inputs):
+        return int(k.x1.shape[0] * k.x2.shape[0])
+    return int(k.shape[0] * k.shape[3 if k.ndim >= 4 else 2])
+
+
 def _runs_eagerly(leaf: Layer, plan: Plan) -> bool:
     """Layers whose pair update is no computation (``Identity``; ``FanOut`` handing each branch
     the state in its own mode; ``FanInSum`` of two arrays is one addition): run without a compiled
@@ -238,10 +253,17 @@ class FastKernelFn:
             # one XLA computation per layer: XLA's fusion across layers (stencil into ReLU into the
             # attention operand) produced loops several times slower than the layers run separately
             first_pair = jax.jit(lambda x1, x2: input_pair(x1, x2, first, spatial_in))
+            finishers: dict[tuple, Callable] = {}
+            lazy = takes_inputs(model, plan, int(in_shape[-1]))
 
             def pair(x1, x2, aux1, aux2, offset):
-                p0 = Pair(first_pair(x1, x2), ntk0, offset)
-                return finish(model.pair_with(self._run_leaf, p0, aux1, aux2, plan))
+                p0 = Pair(Inputs(x1, x2) if lazy else first_pair(x1, x2), ntk0, offset)
+                outs = output_pairs(model.pair_with(self._run_leaf, p0, aux1, aux2, plan))
+                # the (nngp, ntk) slices of every output as one compiled computation (not op by op)
+                states = tuple(o.ntk for o in outs)
+                if states not in finishers:
+                    finishers[states] = jax.jit(lambda ks, _s=states: finish([Pair(k, n) for k, n in zip(ks, _s)]))
+                return finishers[states](tuple(o.k for o in outs))
         else:  # small arrays (or diagonal-only models): one computation, one compile
             pair = jax.jit(lambda x1, x2, aux1, aux2, offset: finish(
                 model.pair(Pair(input_pair(x1, x2, first, spatial_in), ntk0, offset), aux1, aux2, plan)))
@@ -364,7 +386,7 @@ class FastKernelFn:
                 cpu.append(time.process_time() - c0)
             mem = fn.lower(*args).compile().memory_analysis() if entry is not None else None
             rows.append({"layer": type(leaf).__name__, "in_mode": plan.in_mode, "out_mode": plan.out_mode,
-                         "pairs": int(ins[0].k.shape[0] * ins[0].k.shape[3 if ins[0].k.ndim >= 4 else 2]),
+                         "pairs": _pairs_of(ins[0].k),
                          "wall_s": min(wall), "cpu_s": min(cpu),
                          "memory_bytes": int(mem.argument_size_in_bytes + mem.output_size_in_bytes
                                              + mem.temp_size_in_bytes) if mem is not None else None})
@@ -465,7 +487,8 @@ class FastKernelFn:
             offset = jnp.asarray(start, jnp.int32) if sym else None
             outs = pair(take(xm1), xm2, jax.tree_util.tree_map(take, aux1), aux2, offset)
             valid = min(rows, n1 - start)
-            chunks.append(tuple((k[:valid], None if t is None else t[:valid]) for k, t in outs))
+            cut = (lambda a: a) if valid == rows else (lambda a: a[:valid])  # noqa: E731
+            chunks.append(tuple((cut(k), None if t is None else cut(t)) for k, t in outs))
         kernel = collections.namedtuple("Kernel", names)
         results = []
         for o in range(len(chunks[0])):

@@ -18,7 +18,7 @@ the fast backend (the ``stax`` layer is still built).
 from __future__ import annotations
 
 from ntkrepro.kernels._src.attention import GlobalSelfAttention
-from ntkrepro.kernels._src.base import (MODES, Layer, Pair, Plan, Single, convert_pair, convert_single, fast_inputs,
+from ntkrepro.kernels._src.base import (MODES, Inputs, Layer, Pair, Plan, Single, convert_pair, convert_single, fast_inputs,
                                         input_pair, input_single, max_mode)
 from ntkrepro.kernels._src.combinators import FanInSum, FanOut, Identity, parallel, serial
 from ntkrepro.kernels._src.elementwise import Relu
@@ -31,5 +31,5 @@ from ntkrepro.kernels._src.pooling import AvgPool, Flatten, GlobalAvgPool
 STAX_NAMES = frozenset({"AvgPool", "Conv", "Dense", "FanInSum", "FanOut", "Flatten", "GlobalAvgPool",
                         "GlobalSelfAttention", "Identity", "LayerNorm", "Relu", "parallel", "serial"})
 
-__all__ = sorted(STAX_NAMES | {"MODES", "Layer", "Pair", "Plan", "Single", "conv_offsets", "convert_pair", "convert_single",
+__all__ = sorted(STAX_NAMES | {"MODES", "Inputs", "Layer", "Pair", "Plan", "Single", "conv_offsets", "convert_pair", "convert_single",
                                "fast_inputs", "input_pair", "input_single", "max_mode"})
