@@ -30,7 +30,7 @@ from ntkrepro.plotting import save_figure
 res = read_json(results[0])
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
 ax = axes[0]
 for i, case in enumerate(res["error_speed"]):
     n = np.array([r["samples"] for r in case["rows"]], float)
@@ -62,6 +62,20 @@ for j, (name, acc) in enumerate(res["accuracy"].items()):
         ax.axhline(acc[g]["d_inverse"]["test_accuracy"], color=f"C{j}", ls="--" if g == "nngp" else ":", lw=1,
                    label=f"{name} {g.upper()} d^-1")
 ax.set(xscale="log", xlabel="draws N", ylabel="test accuracy", title="kernel regression (bars: 95% bootstrap)")
+ax.legend(fontsize=6)
+ax = axes[3]
+for j, (name, acc) in enumerate(res["accuracy"].items()):
+    for g, mk in (("nngp", "o"), ("ntk", "s")):
+        rows = acc[g]["monte_carlo"]
+        n = np.array([r["samples"] for r in rows], float) * (1.04 if g == "ntk" else 1.0) * (1.02 if j else 1.0)
+        d = np.array([r["difference_to_d_inverse"]["value"] for r in rows])
+        ci = np.array([r["difference_to_d_inverse"]["ci"] for r in rows])
+        ax.errorbar(n, d, yerr=[d - ci[:, 0], ci[:, 1] - d], marker=mk, color=f"C{j}", capsize=2, lw=1,
+                    ls="-" if g == "nngp" else "--",
+                    label=f"{name} {g.upper()} (n_test {acc['n_test']})")
+ax.axhline(0.0, color="0.3", lw=0.8)
+ax.set(xscale="log", xlabel="draws N", ylabel="accuracy(d^-1/2 MC) - accuracy(d^-1)",
+       title="paired difference (bars: 95% bootstrap)")
 ax.legend(fontsize=6)
 for ax in axes:
     ax.xaxis.set_minor_formatter(NullFormatter())
