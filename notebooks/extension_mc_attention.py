@@ -79,6 +79,9 @@ ax.set(xscale="log", xlabel="draws N", ylabel="accuracy(d^-1/2 MC) - accuracy(d^
 ax.legend(fontsize=6)
 for ax in axes:
     ax.xaxis.set_minor_formatter(NullFormatter())
+acc_n = sorted({r["samples"] for a in res["accuracy"].values() for r in a["nngp"]["monte_carlo"]})
+for ax in axes[2:]:  # the draw counts of the accuracy sweep, labelled
+    ax.set_xticks(acc_n, [str(n) for n in acc_n])
 fig.suptitle("Extension beyond the papers (issue 41): softmax attention at d^-1/2, infinitely many heads, "
              "by Monte Carlo")
 fig.tight_layout()
