@@ -30,3 +30,8 @@ def test_benchmarks_target_runs_at_smoke(tmp_path):
         assert read_json(bench / f"{name}.json")["provenance"]["scale"] == "smoke", name
     mc = read_json(bench / "mc_attention.json")  # issue 41: an extension, labelled so
     assert mc["extension"] is True and set(mc["accuracy"]) == {"cifar10", "imdb"}
+    for acc in mc["accuracy"].values():  # the headline: Monte Carlo minus d^-1, with a paired interval
+        for g in ("nngp", "ntk"):
+            d = acc[g]["difference_at_largest_n"]
+            assert d["ci"][0] <= d["value"] <= d["ci"][1]
+    assert (bench / "mc_attention.png").stat().st_size > 0

@@ -67,6 +67,16 @@ def test_accuracy_sweep_tiny_cifar_model():
             assert 0 <= lo <= r["test_accuracy"] <= hi <= 1
         d = rows[-1]["difference_to_d_inverse"]
         assert d["ci"][0] <= d["value"] <= d["ci"][1]
+        # |difference| <= fraction of test points on which exactly one of the two kernels is right
+        assert abs(d["value"]) <= d["discordant_fraction"] + 1e-12 and 0 <= d["discordant_fraction"] <= 1
+        assert out[g]["difference_at_largest_n"] == {"samples": 8, **d}
+        # the per-ridge diagnostic: the selected ridge's entry is the reported accuracy
+        for r in rows + [out[g]["d_inverse"]]:
+            sel = [b for b in r["by_diag_reg"] if b["diag_reg"] == r["diag_reg"]]
+            assert len(sel) == 1 and sel[0]["test_accuracy"] == pytest.approx(r["test_accuracy"])
+        same = {x["diag_reg"]: x for x in rows[-1]["difference_to_d_inverse_at_same_diag_reg"]}
+        if rows[-1]["diag_reg"] == out[g]["d_inverse"]["diag_reg"]:
+            assert same[rows[-1]["diag_reg"]]["value"] == pytest.approx(d["value"])
         assert out[g]["relative_distance_mc_largest_n_to_d_inverse"] > 0
     # the first run is the model's own seed: its kernel is what the layer computes with mc_seed = seed
     k1 = mb.compute_kernels(mb.cifar_model(arch, 2, 0), data["x_train"], data["x_test"], None)

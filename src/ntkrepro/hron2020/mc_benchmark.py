@@ -36,8 +36,15 @@ Rule ``mc_attention_benchmark`` (``snakemake benchmarks``, not part of ``all``),
     its relative per-entry standard error (spread of the runs / :math:`\sqrt m`); the ridge
     :math:`\lambda` (of ``diag_reg_grid``) by leave-one-out accuracy on the training set (closed form,
     no validation split: every kernel entry computed goes into the fit); test accuracy with a
-    bootstrap interval over test points, and the paired bootstrap interval of the difference to the
-    :math:`d^{-1}` kernel on the same test points; the Cholesky jitter actually added (the Monte Carlo
+    bootstrap interval over test points, and the paired bootstrap interval of the difference
+    (Monte Carlo :math:`d^{-1/2}` minus :math:`d^{-1}`) on the same test points, with the fraction
+    of test points on which exactly one of the two is right (what sets that interval's width;
+    ``difference_at_largest_n`` repeats the largest :math:`N`'s); as a diagnostic (never a
+    selection), the test accuracy of every kernel at every ridge of the grid it can use
+    (``by_diag_reg``) and the paired difference at the same ridge
+    (``difference_to_d_inverse_at_same_diag_reg``): the two leave-one-out selections may choose
+    different ridges (a Monte Carlo kernel with a negative eigenvalue cannot use the small ones);
+    the Cholesky jitter actually added (the Monte Carlo
     kernel is not guaranteed positive semi-definite). NNGP and NTK. Wall and CPU seconds of every
     kernel.
 """
@@ -146,20 +153,38 @@ def loo_select(k: np.ndarray, y: np.ndarray, grid: Sequence[float]) -> tuple[flo
     return best["diag_reg"], scores
 
 
+def _correct(pred: np.ndarray, y_test: np.ndarray) -> np.ndarray:
+    """Per test point: 1.0 where the predicted class is the label, else 0.0."""
+    y = np.asarray(y_test)
+    lab = np.argmax(y, axis=1) if (y.ndim == 2 and y.shape[1] > 1) else (y.reshape(-1) > 0).astype(int)
+    return (np.asarray(predicted_classes(pred)).reshape(-1).astype(int) == lab).astype(float)
+
+
 def fit(k_train: np.ndarray, k_test: np.ndarray, y_train: np.ndarray, y_test: np.ndarray, grid: Sequence[float],
         n_boot: int, seed: int) -> dict[str, Any]:
     """LOO-selected ridge, then test predictions: accuracy with a bootstrap interval, per-point
-    correctness (for paired comparisons), jitter."""
+    correctness (for paired comparisons), jitter. ``by_diag_reg``: a diagnostic, never used to
+    choose: the test accuracy (and per-point correctness) at every ridge of ``grid`` whose matrix
+    is positive definite, so that a difference between two kernels can be told apart from a
+    difference between the ridges their leave-one-out selections chose."""
     lam, scores = loo_select(k_train, y_train, grid)
     pred, jitter = kernel_regression(k_train, k_test, y_train, lam, return_jitter=True)
     ci = accuracy_with_ci(pred, y_test, n_boot=n_boot, seed=seed)
-    y = np.asarray(y_test)
-    lab = np.argmax(y, axis=1) if (y.ndim == 2 and y.shape[1] > 1) else (y.reshape(-1) > 0).astype(int)
-    correct = (np.asarray(predicted_classes(pred)).reshape(-1).astype(int) == lab).astype(float)
+    correct = _correct(pred, y_test)
     if not np.isclose(correct.mean(), ci.value):  # the paired differences use these per-point results
         raise AssertionError(f"per-point correctness {correct.mean()} disagrees with the accuracy {ci.value}")
+    by = {}
+    for s in scores:  # the ridges loo_select could use (positive definite)
+        p_l, j_l = kernel_regression(k_train, k_test, y_train, s["diag_reg"], return_jitter=True)
+        c_l = _correct(p_l, y_test)
+        by[s["diag_reg"]] = {"diag_reg": s["diag_reg"], "loo_accuracy": s["loo_accuracy"],
+                             "test_accuracy": float(c_l.mean()), "jitter": float(j_l), "correct": c_l}
     return {"diag_reg": lam, "loo": scores, "jitter": float(jitter), "test_accuracy": ci.value,
-            "test_accuracy_ci": [ci.low, ci.high], "correct": correct}
+            "test_accuracy_ci": [ci.low, ci.high], "correct": correct, "by_diag_reg": by}
+
+
+def _public(by: Mapping[float, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "correct"} for r in by.values()]
 
 
 def accuracy_sweep(name: str, model_fn, data: Mapping[str, Any], *, base_samples: int, replicates: int,
@@ -199,11 +224,24 @@ def accuracy_sweep(name: str, model_fn, data: Mapping[str, Any], *, base_samples
                 se = stack["train"][:m].std(0, ddof=1) / np.sqrt(m)
                 row["relative_se_median"] = float(np.median(se) / np.sqrt(np.mean(ktr ** 2)))
             d = paired_bootstrap(f["correct"], ref_fit["correct"], n_boot=n_boot, seed=seed)
-            row["difference_to_d_inverse"] = {"value": d.value, "ci": [d.low, d.high]}
+            row["difference_to_d_inverse"] = {"value": d.value, "ci": [d.low, d.high],
+                                              "discordant_fraction": float(np.mean(f["correct"] != ref_fit["correct"]))}
+            # diagnostic (not a selection): both kernels at the same ridge, each ridge both can use
+            row["by_diag_reg"] = _public(f["by_diag_reg"])
+            same = []
+            for lam_, r_ in f["by_diag_reg"].items():
+                if lam_ in ref_fit["by_diag_reg"]:
+                    dl = paired_bootstrap(r_["correct"], ref_fit["by_diag_reg"][lam_]["correct"], n_boot=n_boot,
+                                          seed=seed)
+                    same.append({"diag_reg": lam_, "value": dl.value, "ci": [dl.low, dl.high]})
+            row["difference_to_d_inverse_at_same_diag_reg"] = same
             rows.append(row)
         mc_vs_lin = float(np.linalg.norm(full - lin[f"{g}_train"]) / np.linalg.norm(lin[f"{g}_train"]))
-        out[g] = {"d_inverse": {k: v for k, v in ref_fit.items() if k not in ("correct", "loo")},
-                  "monte_carlo": rows, "relative_distance_mc_largest_n_to_d_inverse": mc_vs_lin}
+        out[g] = {"d_inverse": {**{k: v for k, v in ref_fit.items() if k not in ("correct", "loo", "by_diag_reg")},
+                                "by_diag_reg": _public(ref_fit["by_diag_reg"])},
+                  "monte_carlo": rows, "relative_distance_mc_largest_n_to_d_inverse": mc_vs_lin,
+                  # the headline: Monte Carlo d^-1/2 (largest N) minus d^-1, paired over the test points
+                  "difference_at_largest_n": {"samples": rows[-1]["samples"], **rows[-1]["difference_to_d_inverse"]}}
     return out
 
 
