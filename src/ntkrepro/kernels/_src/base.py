@@ -73,7 +73,8 @@ class Single(NamedTuple):
 class Inputs(NamedTuple):
     r"""``Pair.k`` before the first layer, when that layer computes from the inputs themselves instead
     of their covariance :math:`K(x, y)_{st} = x_s\cdot y_t / C_{\rm in}` (a first ``Conv``:
-    :meth:`.linear.Conv.takes_inputs`): the mask-zeroed inputs ``x1 (n1, S, C)``, ``x2 (n2, S, C)``."""
+    :meth:`.linear.Conv.takes_inputs`): the mask-zeroed inputs ``x1 (n1, S1, C)``, ``x2 (n2, S2, C)``
+    (a sequence's two sides may have two lengths, as for :func:`pair_shapes`)."""
 
     x1: Array
     x2: Array

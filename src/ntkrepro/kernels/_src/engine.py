@@ -397,7 +397,7 @@ class FastKernelFn:
         the margin the model needs (:func:`trailing_margin`), rounded up to a multiple of
         :data:`TRIM_QUANTUM` (one compilation per length bucket). **Each side at its own length**
         (:math:`X_1` at :math:`S_1`, :math:`X_2` at :math:`S_2`, the per-pair arrays
-        :math:`S_1	imes S_2`) where every layer's pair recursion takes non-square position blocks
+        :math:`S_1\times S_2`) where every layer's pair recursion takes non-square position blocks
         (:func:`trims_per_side`), else both at the longer one. Exact: the kernel of a pair is
         invariant to appending masked positions to either input beyond that margin (neural-tangents'
         masking; tested). Only for inputs with one spatial axis and models of the layers listed in
