@@ -148,6 +148,20 @@ def test_a4_hand_edited_other_size_or_missing_cells(tiny_archive, tmp_path):
     assert decisive.table_cell(rec).startswith("inconclusive: INCOMPLETE (1/2 cells at the default settings")
 
 
+def test_fill_only_the_named_cells(tmp_path):
+    """``only`` fills the named cells and no other (two processes side by side, issue 37); a name that is not
+    a cell of the plan is refused before anything runs, naming the claim and the cells it has."""
+    arch = tmp_path / "archive"
+    spec = _spec()
+    with pytest.raises(decisive.ArchiveError, match=r"A4.*chunk09.*chunk01"):
+        decisive.fill("A4", spec, arch, only=["chunk09"], log=lambda s: None)
+    assert not arch.exists()
+    assert decisive.fill("A4", spec, arch, only=["chunk02"], log=lambda s: None) == [
+        decisive.cell_path(arch, "A4", "chunk02")]
+    assert decisive.fill("A4", spec, arch, only=["chunk02"]) == []  # archived: skipped
+    assert sorted(p.name for p in (arch / "A4" / "cells").iterdir()) == ["chunk02.json"]
+
+
 def test_fill_writes_the_missing_cells_as_decide_does(tiny_archive, tmp_path):
     """decisive.fill (no Snakemake, no pyyaml: what a GPU call can run) writes sealed cells that the judge
     accepts, skips archived ones, and its cells equal those of ntkrepro.run (same numbers)."""

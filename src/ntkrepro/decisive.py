@@ -229,20 +229,27 @@ def check_entry(e: Mapping[str, Any], root: str | Path = ".", code_hash: str | N
 
 
 def fill(claim: str, spec: Mapping[str, Any], archive: str | Path = ARCHIVE, *, max_cells: int | None = None,
-         log=print) -> list[Path]:
+         only: Sequence[str] | None = None, log=print) -> list[Path]:
     """Compute the missing cells of a ``run`` claim, one after another, each sealed into the archive as
     ``snakemake decide`` writes it (:func:`ntkrepro.run.execute` of the claim's ``cell_function`` on
     :func:`cell_params`, config hash = the section's): the same thing without Snakemake or pyyaml, e.g. on a
     GPU machine given the claim's entry of config/decisive.yaml as a dict. Resumable (an archived cell is
-    skipped); each cell is written to a temporary folder first and moved in when complete. Returns the paths written."""
+    skipped); each cell is written to a temporary folder first and moved in when complete. ``only``: the names of
+    the cells to consider (e.g. two processes filling different cells of one claim side by side); a name that is
+    not a cell of the plan is refused. Returns the paths written."""
     check_spec(claim, spec, "the plan given to decisive.fill")
     resolve_function(claim, spec, "cell_function")
+    names = [c["name"] for c in cells(spec)]
+    if only is not None:
+        unknown = sorted(set(only) - set(names))
+        if unknown:
+            raise ArchiveError(f"decisive.claims.{claim}: no cell(s) {unknown} in the plan (cells: {names})")
     if Path(archive).exists() and not Path(archive).is_dir():
         raise ArchiveError(f"archive {archive}: a file, not the archive folder (archive/decisive)")
     written: list[Path] = []
     for c in cells(spec):
         out = cell_path(archive, claim, c["name"])
-        if out.exists():
+        if out.exists() or (only is not None and c["name"] not in only):
             continue
         if max_cells is not None and len(written) >= max_cells:
             break

@@ -1,6 +1,7 @@
 """Fill a decisive claim's missing cells one at a time and commit each as it is archived (issue 37, item 3).
 
-    .venv/bin/python workflow/scripts/decisive_fill.py H4 [--max-cells N] [--commit] [--plan config/decisive.yaml]
+    .venv/bin/python workflow/scripts/decisive_fill.py H4 [--max-cells N] [--cell NAME ...] [--commit]
+        [--plan config/decisive.yaml]
 
 Before each cell it prints the cell's predicted cost when the plan states one (H4: ``section.cost``,
 ``ntkrepro.hron2020.h4_decisive.predict_seconds``); after it, the measured CPU and wall time and
@@ -52,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("claim")
     ap.add_argument("--plan", default="config/decisive.yaml")
     ap.add_argument("--max-cells", type=int, default=None)
+    ap.add_argument("--cell", action="append", default=None, metavar="NAME",
+                    help="fill only this cell (repeatable): two processes can fill different cells side by side")
     ap.add_argument("--commit", action="store_true", help="git-commit each archived cell as it is written")
     args = ap.parse_args(argv)
     plan = decisive.load_plan(args.plan)
@@ -65,17 +68,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.plan}: {args.claim} has status {spec.get('status')!r}, not 'run': nothing to compute",
               file=sys.stderr)
         return 2
+    names = [c["name"] for c in decisive.cells(spec)]
+    unknown = sorted(set(args.cell or ()) - set(names))
+    if unknown:
+        print(f"{args.plan}: {args.claim} has no cell(s) {unknown} (cells: {names})", file=sys.stderr)
+        return 2
     done = 0
     for cell in decisive.cells(spec):
         out = decisive.cell_path(plan["archive"], args.claim, cell["name"])
-        if out.exists():
+        if out.exists() or (args.cell is not None and cell["name"] not in args.cell):
             continue
         if args.max_cells is not None and done >= args.max_cells:
             break
         pred = _predict(args.claim, spec, cell)
         print(f"{args.claim} {cell['name']}: predicted {pred}" if pred else f"{args.claim} {cell['name']}: computing",
               flush=True)
-        (path,) = decisive.fill(args.claim, spec, plan["archive"], max_cells=1)
+        (path,) = decisive.fill(args.claim, spec, plan["archive"], max_cells=1, only=[cell["name"]])
         data = read_json(path)
         cpu, wall = float(data.get("cpu_seconds") or 0), float(data["wall_seconds"])
         ratio = f", measured/predicted CPU {cpu / pred['total_cpu_s']:.2f}" if pred else ""
