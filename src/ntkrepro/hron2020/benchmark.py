@@ -59,7 +59,11 @@ from ntkrepro.kernels._src.bench import (block_pairs, compare_backends, flop_cou
                                          timed)
 from ntkrepro.kernels.fast import FastKernelFn, Layer, from_stax_builder, nt_kernel_fn
 
-TARGETS = {"cifar S=64": 10.0, "imdb L=500": 10.0, "cifar S=256": 5.0, "attention_fraction_of_matmul": 0.30}
+#: Speed-up targets (median over the interleaved repeats) and fractions of the matmul bound: issue 36's
+#: done-when (every CIFAR family at S = 64 >= 15x, the whole attention model >= 0.4 of the matmul bound,
+#: IMDb at L = 500 >= 10x); S = 256 and the attention contraction alone keep the earlier targets.
+TARGETS = {"cifar S=64": 15.0, "imdb L=500": 10.0, "cifar S=256": 5.0, "attention_fraction_of_matmul": 0.30,
+           "whole_model_fraction_of_matmul S=64": 0.4}
 
 #: Cases of ``fast_kernels_benchmark`` per scale: (dataset, family, depth, size (image side or
 #: review length), block n). ``imdb``: every review at the full length (the worst case);
@@ -70,6 +74,8 @@ CASES: dict[str, list[tuple[str, str, int, int, int]]] = {
     "smoke": [("cifar", "struct", 1, 4, 4), ("imdb", "struct", 1, 16, 3)],
     "default": [("cifar", f, 1, 8, 16) for f in ("struct", "vanilla", "residual", "gap")]
     + [("cifar", "struct", 2, 8, 16)]
+    # 64 x 64 blocks: the fast pair pass runs in row chunks (CPU memory budget), as on the decisive tier's blocks
+    + [("cifar", f, 1, 8, 64) for f in ("struct", "vanilla", "residual")]
     + [("cifar", f, 1, 16, 6) for f in ("struct", "vanilla", "residual", "gap")]
     + [("imdb", "struct", 1, 128, 8), ("imdb", "struct", 1, 500, 5), ("imdb-short", "struct", 1, 500, 5)],
 }
@@ -127,7 +133,7 @@ def run_case(dataset: str, family: str, depth: int, size: int, n: int, *, arch: 
     """One case of :data:`CASES` (module docstring)."""
     if dataset == "cifar":
         model = h4_model(family, depth, arch)
-        label = f"cifar {family} depth {depth} S={size * size}"
+        label = f"cifar {family} depth {depth} S={size * size}" + ("" if n <= 16 else f" block {n}x{n}")
     else:
         model = h6_model(family, depth, int(h6["filter_size"]), float(h6["W_pos_emb_std"]))
         label = f"{dataset} {family} depth {depth} L={size}"
@@ -283,7 +289,7 @@ def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
     targets = {}
     for r in rows:
         key = (f"cifar S={r['positions']}" if r["dataset"] == "cifar" else f"{r['dataset']} L={r['length']}")
-        if key in TARGETS and r["family"] != "gap":
+        if key in TARGETS and (r["family"] != "gap" or key == "cifar S=64"):  # issue 36: every family at S = 64
             targets.setdefault(key, []).append({"case": r["case"], "speedup_median": r["speedup_median"],
                                                 "speedup_best": r["speedup_best"], "target": TARGETS[key],
                                                 "met_median": r["speedup_median"] >= TARGETS[key]})
@@ -291,6 +297,12 @@ def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
             "fraction_cpu": r["attention"]["fraction_of_matmul_cpu"],
             "met": r["attention"]["fraction_of_matmul"] >= TARGETS["attention_fraction_of_matmul"]}
            for r in rows if "attention" in r]
+    whole = TARGETS["whole_model_fraction_of_matmul S=64"]
+    whole_rows = [{"case": r["case"], "fraction": r["fast"]["fraction_of_matmul"],
+                   "fraction_cpu": r["fast"].get("fraction_of_matmul_cpu"), "target": whole,
+                   "met": r["fast"]["fraction_of_matmul"] >= whole}
+                  for r in rows if r["dataset"] == "cifar" and r.get("positions") == 64
+                  and r["family"] in ("vanilla", "struct", "residual")]
     sweeps = [run_sweep_case(*c, arch=params["h4_arch"], repeats=repeats)
               for c in ctx.progress(SWEEP_CASES.get(ctx.scale, SWEEP_CASES["default"]), desc="H4 sweep model")]
     real = []
@@ -311,7 +323,8 @@ def run_benchmark(params: dict[str, Any], ctx) -> dict[str, Any]:
             "matmul_flops_per_second": peak, "matmul_before": peak_before, "matmul_after": peak_after,
             "cpu_count": os.cpu_count(), "devices": [str(d) for d in jax.devices()],
             "inputs": "random (see ntkrepro.hron2020.benchmark docstring)", "cases": rows,
-            "targets": {"speedup": targets, "attention_fraction_of_matmul": att}}
+            "targets": {"speedup": targets, "attention_fraction_of_matmul": att,
+                        "whole_model_fraction_of_matmul": whole_rows}}
 
 
 # --------------------------------------------------------------------------------------------
