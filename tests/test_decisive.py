@@ -324,6 +324,9 @@ def test_report_shows_the_decisive_run_beside_this_run(tmp_path, render_report):
     assert "default (this run) & decisive run (archived: date, commit)" in tex
     assert r"\textbf{Decisive run (archived, judged now by the current criterion): complete, reproduced.}" in tex
     assert "STALE (CPU, 2026-12-04, 0123456)" in tex and "24 of 24 cells" in tex
+    # commits by their short hashes: five 40-hex words ran 122 pt into the margin (CI of stop 46)
+    assert rec["commits"] and all(len(h) == 40 for h in rec["commits"])
+    assert f"commit(s) {rec['commits'][0][:7]}," in " ".join(tex.split()) and rec["commits"][0] not in tex
 
 
 def test_verify_cli_lists_and_deletes_stale_cells_and_refuses_edited_ones(tmp_path, monkeypatch, capsys):

@@ -58,6 +58,7 @@ def render(template: Path, entries: Sequence[Mapping[str, Any]], figures: Mappin
     env.filters["tex"] = lambda s: _tex_escape(str(s))
     env.filters["tex_title"] = lambda s: _tex_escape(str(s), breaks=False)
     env.filters["measured"] = _fmt_measured
+    env.filters["short_hash"] = lambda s: str(s)[:7]  # a 40-hex commit cannot break across lines
     root = Path.cwd()
     papers = []
     for key, paper in PAPERS.items():

@@ -44,9 +44,6 @@ G3_MIN_SEEDS = 5            # fewer seeds: the bootstrap over seeds is not trust
 G3_MIN_RUNS = 10            # fewer distinct non-diverged runs: the correlation is not trusted (undecided)
 G3_MIN_PER_MODEL = 4        # a model with fewer distinct runs is left out of the within-model correlation
 G3_N_BOOT = 2000
-#: G3's negative control (version 6): the deepest rank reduction brought to this fraction of g = 1's PR, just short
-#: of the low-rank margin G3_LOW_RANK_RATIO (same runs, same ordering of ranks).
-G3_NEAR_MISS_RATIO = 0.6
 
 #: G4 thresholds (criterion version 4).
 #: The judged state: the feature mean of all weight-site variables of the authors' example architecture (3 x h0,
@@ -216,43 +213,167 @@ def _mean_t_interval(values: list[float] | np.ndarray, level: float = 0.95) -> I
     return mean_t_interval(values, level, unit="seed")
 
 
-#: Why G3 is inconclusive until its primary test runs (issue 38; CLAIMS.md G3 row).
-G3_PRIMARY_NOT_RUN = (
-    "the seed's sentence is existential ('some RNN initializations ... plateau, by biasing the GeNTK'); its "
-    "primary test is the authors' planted-fixed-point comparison (kpflow examples/mem_pro_init_example: a rate "
-    "RNN, hidden 256, dt 0.7, T = 90, memory-pro, plain GD, g = 1 initialisations with 0 vs 5 planted fixed "
-    "points; GeNTK rank lower with planted points and learning worse, intervals over seeds), which is not run "
-    "yet; the scale-sweep reading is reported, never judged (a GRU or RNN counter-example to a monotone "
-    "rank-learning law does not refute an existential claim)")
+#: G3 v8 (issue 38): the authors' planted-fixed-point comparison (ntkrepro.hazelden2026.planted) decides.
+G3_DIVERGED_FACTOR = 10.0    # a run diverged if a loss is non-finite or exceeds this times its first loss
+G3_TAIL_FRACTION = 0.1       # tail loss: mean batch loss over the last 10 % of the SGD steps
+#: The authors' conditions (kpflow examples/mem_pro_init_example/train_cases.py and examples/train.py defaults):
+#: only there can the comparison refute the seed's existential sentence (CLAIMS.md G3 row).
+G3_AUTHORS = {"hidden": 256, "n_fixed_points": 5, "g": 1.0, "dt": 0.7, "periods": [30, 30, 30], "n_train": 5000,
+              "batch": 500, "steps": 10000}
+
+
+def _g3_at_authors_conditions(r: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Whether the planted comparison ran at the authors' conditions (:data:`G3_AUTHORS`; sizes at least theirs),
+    and the differences."""
+    diff = []
+    for k, v in G3_AUTHORS.items():
+        have = r.get(k)
+        if k in ("hidden", "n_train", "batch", "steps"):
+            ok = have is not None and int(have) >= int(v)
+        elif k == "periods":
+            ok = have is not None and [int(x) for x in have] == v
+        else:
+            ok = have is not None and float(have) == float(v)
+        if not ok:
+            diff.append(f"{k} {have} (kpflow {v})")
+    return not diff, diff
+
+
+def _g3_diverged(u: dict[str, Any]) -> bool:
+    loss = np.asarray(u["loss"], float)
+    return bool(u.get("diverged")) or not np.all(np.isfinite(loss)) or bool(
+        np.any(loss > G3_DIVERGED_FACTOR * loss[0]))
+
+
+def _g3_tail(u: dict[str, Any]) -> float:
+    loss = np.asarray(u["loss"], float)
+    return float(np.mean(loss[-max(1, int(round(len(loss) * G3_TAIL_FRACTION))):]))
+
+
+def g3_pair(runs: list[dict[str, Any]], arm: str, ref: str = "none") -> dict[str, Any]:
+    """Seed-paired comparison of ``arm`` with ``ref``: (a) log PR ratio, (b) log tail-loss ratio (seeds with a
+    diverged run in either arm left out, and counted), the log ratio of the mean log loss over all steps
+    (reported), each a Student-t interval over seeds."""
+    by = {(u["seed"], u["arm"]): u for u in runs}
+    seeds = sorted(s for s in {u["seed"] for u in runs} if (s, arm) in by and (s, ref) in by)
+    a = [float(np.log(by[(s, arm)]["pr"] / by[(s, ref)]["pr"])) for s in seeds]
+    div = [s for s in seeds if _g3_diverged(by[(s, arm)]) or _g3_diverged(by[(s, ref)])]
+    ok = [s for s in seeds if s not in div]
+    b = [float(np.log(_g3_tail(by[(s, arm)]) / _g3_tail(by[(s, ref)]))) for s in ok]
+    area = [float(np.mean(np.log(by[(s, arm)]["loss"])) - np.mean(np.log(by[(s, ref)]["loss"]))) for s in ok]
+    nan = Interval(float("nan"), float("nan"), float("nan"), 0.95, "no seeds")
+    return {"seeds": seeds, "diverged_seeds": div,
+            "log_pr_ratio": _mean_t_interval(a) if a else nan,
+            "log_tail_loss_ratio": _mean_t_interval(b) if b else nan,
+            "mean_log_loss_difference": _mean_t_interval(area) if area else nan}
+
+
+def g3_planted(results: Results, scale: str, arm: str = "planted") -> Evaluation:
+    """Criterion v8's judged parts on the planted comparison (``arm`` against ``none``, paired by seed): (a)
+    lower GeNTK participation ratio, (b) worse learning (higher tail loss); module constants above."""
+    r = one_result(results, "G3_planted")
+    runs = r["runs"]
+    pair = g3_pair(runs, arm)
+    n = len(pair["seeds"])
+    a_iv, b_iv = pair["log_pr_ratio"], pair["log_tail_loss_ratio"]
+    too_many_div = len(pair["diverged_seeds"]) > G3_MAX_DIVERGED * max(1, n)
+    enough = n >= G3_MIN_SEEDS
+    st_a = at_most(a_iv, 0.0) if enough and np.isfinite(a_iv.value) else Status.UNDECIDED
+    if st_a is Status.HOLDS and a_iv.high == 0.0:
+        st_a = Status.UNDECIDED  # "lower": wholly below 0
+    st_b = (at_least(b_iv, 0.0) if enough and not too_many_div and np.isfinite(b_iv.value)
+            else Status.UNDECIDED)
+    authors, diff = _g3_at_authors_conditions(r)
+    if st_a is Status.HOLDS and st_b is Status.HOLDS:
+        verdict = Verdict.REPRODUCED
+    elif st_a is Status.HOLDS and st_b is Status.REFUTED and authors:
+        verdict = Verdict.NOT_REPRODUCED
+    else:
+        verdict = Verdict.INCONCLUSIVE
+    power: list[PowerLine] = []
+    notes = []
+    if verdict is Verdict.INCONCLUSIVE:
+        if not enough:
+            power.append(NotePowerLine("seeds", float(n), float(G3_MIN_SEEDS), "seeds", float(n),
+                                       float(G3_MIN_SEEDS), note=f"{n} seeds (>= {G3_MIN_SEEDS} needed)"))
+        if too_many_div:
+            power.append(NotePowerLine("diverged seeds", float(len(pair["diverged_seeds"])), float(n), "seeds",
+                                       float(n), float("inf"),
+                                       note=(f"{len(pair['diverged_seeds'])} of {n} seeds have a diverged run (> 1/3): "
+                                             "a smaller learning rate, not more seeds, decides (b)")))
+        if st_b is Status.REFUTED and not authors:
+            notes.append("the planted initialisation learns better here, but a refutation of the seed's existential "
+                         "sentence needs the authors' conditions (" + ", ".join(diff) + ")")
+        if st_a is Status.REFUTED:
+            notes.append("planting did not lower the GeNTK's participation ratio here, so this run has no lower-rank "
+                         "initialisation to test")
+        for name, iv, bound, st in (("(a) log PR(planted)/PR(none)", a_iv, 0.0, st_a),
+                                    ("(b) log tail loss(planted)/(none)", b_iv, 0.0, st_b)):
+            if st is Status.UNDECIDED and enough and np.isfinite(iv.value):
+                pl = power_line(name, iv, [bound], size=float(n), size_name="seeds")
+                if pl is not None:
+                    power.append(pl)
+    measured: dict[str, Any] = {
+        "planted_log_pr_ratio": a_iv,
+        "planted_log_tail_loss_ratio": b_iv,
+        "planted_mean_log_loss_difference": pair["mean_log_loss_difference"],
+        "planted_pr_ratio": float(np.exp(a_iv.value)) if np.isfinite(a_iv.value) else float("nan"),
+        "planted_tail_loss_ratio": float(np.exp(b_iv.value)) if np.isfinite(b_iv.value) else float("nan"),
+        "planted_n_seeds": n,
+        "planted_diverged_seeds": pair["diverged_seeds"],
+        "planted_at_authors_conditions": authors,
+        "planted_pr_mean": {a: float(np.mean([u["pr"] for u in runs if u["arm"] == a])) for a in r["arms"]},
+        "planted_tail_loss_mean": {a: float(np.mean([_g3_tail(u) for u in runs if u["arm"] == a
+                                                     and not _g3_diverged(u)] or [float("nan")]))
+                                   for a in r["arms"]},
+    }
+    parts = {"a_planted_lower_rank": st_a, "b_planted_learns_worse": st_b}
+    reason = (f"planted ({r['n_fixed_points']} fixed points) vs none, {n} seeds: (a) {st_a.value}: PR ratio "
+              f"{np.exp(a_iv.value):.3g} [{np.exp(a_iv.low):.3g}, {np.exp(a_iv.high):.3g}]; (b) {st_b.value}: "
+              f"tail-loss ratio {np.exp(b_iv.value):.3g} [{np.exp(b_iv.low):.3g}, {np.exp(b_iv.high):.3g}] "
+              f"({len(pair['diverged_seeds'])} seeds with a diverged run left out)")
+    if notes:
+        reason += "; " + "; ".join(notes)
+    subs = _scale_note(scale) + [f"planted comparison: {d}" for d in diff]
+    if r.get("kernel_samples", 0) < 30:
+        subs.append(f"GeNTK on {r.get('kernel_samples')} noise-free sequences, exact participation ratio (kpflow "
+                    "record_stats: 30 sequences, effdim by 40 random probes)")
+    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts)
 
 
 @register(load_claim_spec(PAPER, "G3"))
 def evaluate_g3(results: Results, scale: str) -> Evaluation:
-    """Criterion v7 (issue 38): inconclusive until the authors' planted-fixed-point comparison runs
-    (:data:`G3_PRIMARY_NOT_RUN`); the initial-scale sweep (:func:`g3_scale_sweep`, v6's criterion) is
-    measured and reported -- its numbers, and v6's parts and verdict as reported statuses -- never judged."""
+    """Criterion v8 (issue 38): the authors' planted-fixed-point comparison judged (:func:`g3_planted`); the
+    norm-matched arm (:func:`g3_pair`) and the initial-scale sweep (:func:`g3_scale_sweep`, v6's reading) are
+    measured and reported, never judged."""
+    main = g3_planted(results, scale)
     sweep = g3_scale_sweep(results, scale)
-    r = one_result(results, "G3_")
-    n_seeds = len({u["seed"] for u in r["runs"]})
-    measured = {**sweep.measured,
-                "reported_sweep_v6_verdict": sweep.verdict.value,
-                **{f"reported_sweep_v6_{k}": Status(v).value for k, v in sweep.parts.items()}}
-    power: list[PowerLine] = [NotePowerLine(
-        "G3 primary test (planted fixed points)", float("nan"), float("nan"), "none", float(n_seeds), float("inf"),
-        note="not run yet: the authors' comparison of g = 1 initialisations with 0 vs 5 planted fixed points "
-             "(kpflow examples/mem_pro_init_example, reduced sizes labelled) decides it; no size of the "
-             "initial-scale sweep does")]
+    r = one_result(results, "G3_planted")
+    measured = dict(main.measured)
+    if "matched" in r["arms"]:
+        m = g3_pair(r["runs"], "matched")
+        measured.update({"reported_matched_log_pr_ratio": m["log_pr_ratio"],
+                         "reported_matched_log_tail_loss_ratio": m["log_tail_loss_ratio"]})
+        mtxt = (f" | reported, not judged: the norm-matched rank-{r['n_fixed_points']} perturbation vs none: PR ratio "
+                f"{np.exp(m['log_pr_ratio'].value):.3g} [{np.exp(m['log_pr_ratio'].low):.3g}, "
+                f"{np.exp(m['log_pr_ratio'].high):.3g}], tail-loss ratio {np.exp(m['log_tail_loss_ratio'].value):.3g} "
+                f"[{np.exp(m['log_tail_loss_ratio'].low):.3g}, {np.exp(m['log_tail_loss_ratio'].high):.3g}]")
+    else:
+        mtxt = ""
+    measured.update({**{f"sweep_{k}": v for k, v in sweep.measured.items()},
+                     "reported_sweep_v6_verdict": sweep.verdict.value,
+                     **{f"reported_sweep_v6_{k}": Status(v).value for k, v in sweep.parts.items()}})
     parts_txt = ", ".join(f"({k}) {Status(v).value}" for k, v in sweep.parts.items())
-    reason = (f"inconclusive: {G3_PRIMARY_NOT_RUN} | reported, not judged: the initial-scale sweep "
-              f"(v6's criterion would say {sweep.verdict.value}: {parts_txt}): {sweep.reason}")
-    return Evaluation(measured, Verdict.INCONCLUSIVE, reason, substitutes=sweep.substitutes, power=power,
-                      parts={}, figure=sweep.figure)
+    reason = (f"{main.reason}{mtxt} | reported, not judged: the initial-scale sweep (v6's criterion would say "
+              f"{sweep.verdict.value}: {parts_txt}): {sweep.reason}")
+    return Evaluation(measured, main.verdict, reason, substitutes=list(main.substitutes) + list(sweep.substitutes),
+                      power=main.power, parts=main.parts, figure=sweep.figure)
 
 
 def g3_scale_sweep(results: Results, scale: str) -> Evaluation:
     """The initial-scale sweep read as criterion v6 did (parts (a) low rank relative to g = 1 and (b) the
     within-model rank-learning correlation): since v7 reported beside the verdict, never judged."""
-    r = one_result(results, "G3_")
+    r = one_result(results, "G3_rnn")
     runs = r["runs"]
     n_runs = len(runs)
     seeds = sorted({u["seed"] for u in runs})
@@ -380,34 +501,21 @@ def g3_scale_sweep(results: Results, scale: str) -> Evaluation:
                       figure={"low_rank_ratio": G3_LOW_RANK_RATIO, "ref_scale": G3_REF_SCALE})
 
 
-@register_control("G3", "rank_reduction_short_of_margin")
-def control_g3_short_of_margin(results: Results) -> Results:
-    r"""G3 with every initialisation's rank reduction shrunk, per model, so that the deepest one falls just short of
-    the low-rank margin: within each (model, seed), :math:`PR'(g) = PR(1)\,(PR(g)/PR(1))^{\alpha_m}` with
-    :math:`\alpha_m = \min(1, \log r / \log \rho_m)`, :math:`r` = :data:`G3_NEAR_MISS_RATIO` and
-    :math:`\rho_m` the lowest seed-geometric-mean ratio :math:`PR(g)/PR(1)` of model ``m`` (as part (a) computes
-    it). The shrink is monotone within each (model, seed), so the ordering of that seed's ranks is the real run's
-    (part (b) changes only where runs of different seeds swap order); the losses are kept. Only ``pr_full`` (the
-    participation ratio both parts judge) changes; a model whose deepest reduction is already above ``r`` keeps its
-    own. Judged by :func:`evaluate_g3`."""
+@register_control("G3", "two_unplanted_draws")
+def control_g3_two_draws(results: Results) -> Results:
+    """G3 with the planted arm replaced by a second, independent unplanted draw of the recurrent weights
+    (arm ``redraw``: same scale, ``U``, ``C``, ``c``, data and batches as ``none``), judged by
+    :func:`evaluate_g3`: two exchangeable initialisations, neither lower-rank nor a worse learner by design."""
     out: dict[str, Any] = {}
     for stem, r in results.items():
-        if not stem.startswith("G3_"):
+        if not stem.startswith("G3_planted"):
             out[stem] = r
             continue
-        ref = {(u["model"], u["seed"]): u["pr_full"] for u in r["runs"] if u["scale"] == G3_REF_SCALE}
-        alpha = {}
-        for m in sorted({u["model"] for u in r["runs"]}):
-            by_g: dict[float, list[float]] = {}
-            for u in r["runs"]:
-                if u["model"] == m and u["scale"] != G3_REF_SCALE and (m, u["seed"]) in ref:
-                    by_g.setdefault(u["scale"], []).append(np.log(u["pr_full"] / ref[(m, u["seed"])]))
-            lowest = min((float(np.mean(v)) for v in by_g.values()), default=0.0)
-            alpha[m] = (float(np.log(G3_NEAR_MISS_RATIO) / lowest) if lowest < np.log(G3_NEAR_MISS_RATIO) else 1.0)
-        runs = [({**u, "pr_full": float(ref[(u["model"], u["seed"])]
-                                       * (u["pr_full"] / ref[(u["model"], u["seed"])]) ** alpha[u["model"]])}
-                 if (u["model"], u["seed"]) in ref and alpha[u["model"]] < 1.0 else u) for u in r["runs"]]
-        out[stem] = {**r, "runs": runs, "near_miss_alpha": alpha}
+        if "redraw" not in r["arms"]:
+            raise KeyError(f"{stem}: the control needs the 'redraw' arm (config hazelden2026.G3_planted.arms)")
+        runs = [{**u, "arm": "planted", "control_of": "redraw"} for u in r["runs"] if u["arm"] == "redraw"]
+        runs += [u for u in r["runs"] if u["arm"] not in ("planted", "redraw")]
+        out[stem] = {**r, "runs": runs, "arms": [a for a in r["arms"] if a != "redraw"]}
     return out
 
 

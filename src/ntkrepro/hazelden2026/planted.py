@@ -52,17 +52,19 @@ recorded at every step.
 **Arms** per seed (one base draw of :math:`W, U, C, c` shared by the arms, the same data and batches):
 ``none`` (the base draw), ``planted`` (``n_fixed_points`` planted into it) and ``matched`` (the base draw
 plus a random rank-``n_fixed_points`` matrix with the planted change's Frobenius norm: a perturbation of
-the same size that plants nothing).
+the same size that plants nothing) and ``redraw`` (a second, independent draw of :math:`W` at the same
+scale, :math:`U, C, c` shared: two unplanted initialisations, the negative control's pair).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-ARMS = ("none", "planted", "matched")
+ARMS = ("none", "planted", "matched", "redraw")
 
 
 def memory_pro(n: int, periods: Sequence[int], noise_std: float, rng: np.random.Generator | None = None
@@ -140,16 +142,22 @@ def hidden_states(p: dict[str, Any], x: np.ndarray, dt: float) -> np.ndarray:
                                      jnp.asarray(x, jnp.float32)))
 
 
+@functools.lru_cache(maxsize=None)
+def _jacobian_fn(dt: float):
+    """Jitted ``(W, U, x) -> (dh/dW, dh/dU)`` for one ``dt`` (compiled once per input shape, not per call)."""
+    import jax
+
+    hidden = _hidden_fn(dt)
+    return jax.jit(jax.jacrev(lambda w_, u_, xs: hidden(w_, u_, xs).reshape(-1), argnums=(0, 1)))
+
+
 def gentk_jacobian(p: dict[str, Any], x: np.ndarray, dt: float) -> np.ndarray:
     r""":math:`J = \partial h/\partial(W, U)`, shape ``(n T H, H^2 + H n_in)`` (float32, reverse mode: at hidden
     64 and two 90-step sequences 4 CPU-s, against 18 for forward mode over the 4,288 weights)."""
-    import jax
     import jax.numpy as jnp
 
-    hidden = _hidden_fn(dt)
     w, u = jnp.asarray(p["W"], jnp.float32), jnp.asarray(p["U"], jnp.float32)
-    xs = jnp.asarray(x, jnp.float32)
-    jw, ju = jax.jit(jax.jacrev(lambda w_, u_: hidden(w_, u_, xs).reshape(-1), argnums=(0, 1)))(w, u)
+    jw, ju = _jacobian_fn(float(dt))(w, u, jnp.asarray(x, jnp.float32))
     return np.concatenate([np.asarray(jw).reshape(jw.shape[0], -1), np.asarray(ju).reshape(ju.shape[0], -1)], 1)
 
 
@@ -164,6 +172,31 @@ def participation_ratio_of_jacobian(jac: np.ndarray) -> float:
     return tr * tr / float(np.sum(gram * gram))
 
 
+@functools.lru_cache(maxsize=None)
+def _sgd_fn(dt: float, batch: int):
+    """Jitted ``(theta, x, y, keys, lr) -> losses`` of :func:`train_sgd` (compiled once per shape)."""
+    import jax
+    import jax.numpy as jnp
+
+    hidden = _hidden_fn(dt)
+
+    def loss_fn(th, xb, yb):
+        out = hidden(th["W"], th["U"], xb) @ th["C"].T + th["c"]
+        return jnp.mean((out - yb) ** 2)
+
+    grad = jax.value_and_grad(loss_fn)
+
+    def run(theta, xs, ys, keys, lr):
+        def step(th, key):
+            idx = jax.random.permutation(key, xs.shape[0])[:batch]
+            loss, g = grad(th, xs[idx], ys[idx])
+            return jax.tree_util.tree_map(lambda a, b: a - lr * b, th, g), loss
+
+        return jax.lax.scan(step, theta, keys)[1]
+
+    return jax.jit(run)
+
+
 def train_sgd(p: dict[str, Any], x: np.ndarray, y: np.ndarray, *, steps: int, lr: float, batch: int, dt: float,
               seed: int) -> np.ndarray:
     """Minibatch SGD (no momentum) on the MSE of all outputs for ``steps`` steps, one jitted scan; a fresh
@@ -174,32 +207,23 @@ def train_sgd(p: dict[str, Any], x: np.ndarray, y: np.ndarray, *, steps: int, lr
 
     if not 1 <= batch <= x.shape[0]:
         raise ValueError(f"batch must be in 1..{x.shape[0]} (training sequences), got {batch}")
-    hidden = _hidden_fn(dt)
     xs, ys = jnp.asarray(x, jnp.float32), jnp.asarray(y, jnp.float32)
     theta = {k: jnp.asarray(v, jnp.float32) for k, v in p.items()}
-
-    def loss_fn(th, xb, yb):
-        out = hidden(th["W"], th["U"], xb) @ th["C"].T + th["c"]
-        return jnp.mean((out - yb) ** 2)
-
-    grad = jax.value_and_grad(loss_fn)
-
-    def step(th, key):
-        idx = jax.random.permutation(key, xs.shape[0])[:batch]
-        loss, g = grad(th, xs[idx], ys[idx])
-        return jax.tree_util.tree_map(lambda a, b: a - lr * b, th, g), loss
-
     keys = jax.random.split(jax.random.PRNGKey(seed), steps)
-    _, losses = jax.jit(lambda th: jax.lax.scan(step, th, keys))(theta)
+    losses = _sgd_fn(float(dt), int(batch))(theta, xs, ys, keys, jnp.float32(lr))
     return np.asarray(losses, np.float64)
 
 
-def arm_params(base: dict[str, np.ndarray], arm: str, directions: Sequence[np.ndarray], rng: np.random.Generator
-               ) -> dict[str, np.ndarray]:
+def arm_params(base: dict[str, np.ndarray], arm: str, directions: Sequence[np.ndarray], rng: np.random.Generator,
+               g: float = 1.0) -> dict[str, np.ndarray]:
     """The parameters of ``arm`` (:data:`ARMS`) from the seed's base draw: ``planted`` plants ``directions``;
-    ``matched`` adds a random matrix of rank ``len(directions)`` with the planted change's Frobenius norm."""
+    ``matched`` adds a random matrix of rank ``len(directions)`` with the planted change's Frobenius norm;
+    ``redraw`` draws ``W`` afresh at scale ``g`` (``U``, ``C``, ``c`` kept)."""
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
+    if arm == "redraw":
+        hidden = base["W"].shape[0]
+        return {**base, "W": g * rng.uniform(-1.0 / np.sqrt(hidden), 1.0 / np.sqrt(hidden), (hidden, hidden))}
     if arm == "none" or not len(directions):
         return dict(base)
     planted = plant_fixed_points(base["W"], directions)
@@ -223,12 +247,13 @@ def run_planted(params: dict[str, Any], ctx) -> dict[str, Any]:
         x, y = memory_pro(int(params["n_train"]), params["periods"], float(params["noise_std"]), rng)
         base = init_params(hidden, 3, 3, float(params["g"]), rng)
         directions = [rng.standard_normal(hidden) for _ in range(int(params["n_fixed_points"]))]
-        arm_rng = np.random.default_rng([int(params["seed"]), s, 1])
-        for arm in arms:
-            p = arm_params(base, arm, directions, arm_rng)
+        for arm in arms:  # each arm its own stream: an arm's draw does not depend on which others run
+            arm_rng = np.random.default_rng([int(params["seed"]), s, 1 + ARMS.index(arm)])
+            p = arm_params(base, arm, directions, arm_rng, g=float(params["g"]))
             pr = participation_ratio_of_jacobian(gentk_jacobian(p, xk, dt))
             losses = train_sgd(p, x, y, steps=int(params["steps"]), lr=float(params["lr"]),
-                               batch=int(params["batch"]), dt=dt, seed=int(params["seed"]) * 1000 + s)
+                               batch=int(params["batch"]), dt=dt,
+                               seed=int(np.random.default_rng([int(params["seed"]), s, 99]).integers(2**31)))
             tail = losses[-max(1, len(losses) // 10):]
             runs.append({"seed": s, "arm": arm, "pr": pr, "pr_dim": int(xk.shape[0] * xk.shape[1] * hidden),
                          "w_fro": float(np.linalg.norm(p["W"])), "w_spectral": float(np.linalg.norm(p["W"], 2)),
