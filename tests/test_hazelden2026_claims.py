@@ -500,3 +500,13 @@ def test_g3_diverged_seeds_and_too_few_seeds():
     assert e["parts"] == {"a_planted_lower_rank": "undecided", "b_planted_learns_worse": "undecided"}
     with pytest.raises(KeyError, match="redraw"):
         claims.control_g3_two_draws({"G3_planted_fixed_points": {"runs": [], "arms": ["none", "planted"]}})
+
+
+def test_g3_judged_on_the_planted_runs_alone():
+    """The decisive tier archives the planted comparison only (config/decisive.yaml G3): the criterion judges it
+    without the initial-scale sweep, and at the authors' sizes the reduced-size substitutes are gone."""
+    res = _prov(planted(**AUTHORS))
+    e = make_evaluation("G3", res, scale="paper")
+    assert e["verdict"] == "reproduced" and not any(k.startswith("sweep_") for k in e["measured"])
+    assert not any("planted comparison:" in s for s in e["substitutes"])
+    assert any("1 noise-free sequences" in s for s in e["substitutes"])       # kernel_samples 1 (kpflow: 30)

@@ -102,3 +102,45 @@ def test_run_planted_records_every_seed_and_arm():
         assert 1 <= r["pr"] <= r["pr_dim"] and len(r["loss"]) == 5 and not r["diverged"]
     by = {(r["seed"], r["arm"]): r for r in out["runs"]}
     assert by[(0, "planted")]["w_fro"] != by[(0, "none")]["w_fro"]
+
+
+def test_the_chunked_participation_ratio_equals_the_whole_jacobian():
+    """Hidden 256 cannot form J whole (6 GB): Theta_h accumulated over column chunks by forward mode gives the
+    participation ratio of the whole-Jacobian path (a chunk size that does not divide the columns)."""
+    rng = np.random.default_rng(4)
+    p = P.arm_params(P.init_params(7, 3, 3, 1.0, rng), "planted", [rng.standard_normal(7)], rng)
+    x, _ = P.memory_pro(2, (2, 3, 2), 0.0)
+    whole = P.participation_ratio_of_jacobian(P.gentk_jacobian(p, x, 0.7))
+    assert P.gentk_participation_ratio(p, x, 0.7) == whole               # small: the whole-Jacobian path
+    chunked = P.gentk_participation_ratio(p, x, 0.7, max_jacobian_bytes=0, chunk=11)
+    assert chunked == pytest.approx(whole, rel=1e-5)
+
+
+def test_a_decisive_cell_is_that_arm_of_a_whole_run(tmp_path):
+    """One (draw, arm) cell computed alone equals the same arm of run_planted; the cells assembled by
+    aggregate_planted are run_planted's layout; a missing cell is refused."""
+    import json
+
+    params = {"hidden": 6, "dt": 0.7, "periods": [2, 2, 2], "noise_std": 0.1, "n_fixed_points": 2, "g": 1.0,
+              "n_train": 8, "batch": 4, "steps": 5, "lr": 0.05, "kernel_samples": 1, "n_seeds": 2, "seed": 3,
+              "arms": ["none", "planted", "redraw"]}
+    whole = P.run_planted(params, Ctx())
+    files = []
+    for s in range(2):
+        for a in range(3):
+            cell = P.run_planted_cell({**params, "draw": s, "condition": a}, Ctx())
+            assert cell["claim"] == "G3" and cell["cell"] == {"draw": s, "condition": a}
+            f = tmp_path / f"draw{s}_condition{a}.json"
+            f.write_text(json.dumps(cell))
+            files.append(str(f))
+
+    class DataCtx(Ctx):
+        def use_data(self, path):
+            return path
+
+    agg = P.aggregate_planted({**params, "shard_files": files[::-1]}, DataCtx())
+    assert agg == json.loads(json.dumps(whole))
+    with pytest.raises(ValueError, match="do not match"):
+        P.aggregate_planted({**params, "shard_files": files[1:]}, DataCtx())
+    with pytest.raises(ValueError, match="outside"):
+        P.run_planted_cell({**params, "draw": 2, "condition": 0}, Ctx())

@@ -88,6 +88,14 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.framework.models",
         "ntkrepro.framework.spectra",
     ),
+    # a cell's run (one seed's arm of the planted-fixed-point comparison) and what it computes with (not
+    # aggregate_planted, which the judge re-runs on the archive)
+    "G3": (
+        *(f"ntkrepro.hazelden2026.planted:{f}" for f in (
+            "run_planted_cell", "planted_run", "memory_pro", "init_params", "plant_fixed_points",
+            "matched_perturbation", "arm_params", "_hidden_fn", "gentk_jacobian", "_jacobian_fn",
+            "gentk_participation_ratio", "participation_ratio_of_jacobian", "_sgd_fn", "train_sgd")),
+    ),
     # a cell's inputs, networks, Monte Carlo estimates and distances (not aggregate_h3)
     "H3": (
         *(f"ntkrepro.hron2020.convergence:{f}" for f in (

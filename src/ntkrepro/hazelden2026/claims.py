@@ -11,15 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats as _st
 
 from ntkrepro.hazelden2026.g3_points import (  # noqa: F401  (split out, issue 40; re-exported)
-    G3_SAME_RUN_RTOL, _distinct_points, _key, _learned, _learning_score, _seed_bootstrap_spearman,
-    _spearman_fast, _within_model_spearman)
+    G3_LOW_RANK_RATIO, G3_MAX_DIVERGED, G3_MIN_PER_MODEL, G3_MIN_RUNS, G3_MIN_SEEDS, G3_N_BOOT, G3_REF_SCALE,
+    G3_SAME_RUN_RTOL, _distinct_points, _key, _learned, _learning_score, _seed_bootstrap_spearman, _spearman_fast,
+    _within_model_spearman, g3_scale_sweep)
 from ntkrepro.ledger import (Evaluation, Results, Verdict, decide, load_claim_spec, one_result, register,
                              register_control, register_stored_control, verdict_of)
 from ntkrepro.stats import (NotePowerLine, mean_t_interval, Interval, PowerLine, Status, at_least, at_most,
-                            bootstrap_ci, combine, power_line, spearman, spearman_ci)
+                            bootstrap_ci, combine, power_line, spearman)
 
 PAPER = "hazelden2026"
 
@@ -35,15 +35,6 @@ G1_SETTING = {"d_model": 64, "n_heads": 1, "d_mlp": 128, "n_layers": 3, "seq_len
 G1_KINDS = {"embed", "q", "k", "v", "o", "mlp_in", "mlp_out", "readout"}
 G2_KINDS = {"attention.query_key_value", "attention.dense", "mlp.dense_h_to_4h", "mlp.dense_4h_to_h"}
 
-#: G3 thresholds (criterion version 5).
-G3_REF_SCALE = 1.0          # reference initialisation: recurrent weights N(0, 1/H), the classical critical scale
-G3_LOW_RANK_RATIO = 0.5     # low rank: PR(g) at most half the PR at g = 1 (upper end of the seed interval)
-# G3_SAME_RUN_RTOL = 0.01: runs within 1 % are one point (ntkrepro.hazelden2026.g3_points, imported above)
-G3_MAX_DIVERGED = 1 / 3     # more diverged runs than this share: inconclusive
-G3_MIN_SEEDS = 5            # fewer seeds: the bootstrap over seeds is not trusted (undecided)
-G3_MIN_RUNS = 10            # fewer distinct non-diverged runs: the correlation is not trusted (undecided)
-G3_MIN_PER_MODEL = 4        # a model with fewer distinct runs is left out of the within-model correlation
-G3_N_BOOT = 2000
 
 #: G4 thresholds (criterion version 4).
 #: The judged state: the feature mean of all weight-site variables of the authors' example architecture (3 x h0,
@@ -347,7 +338,6 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
     norm-matched arm (:func:`g3_pair`) and the initial-scale sweep (:func:`g3_scale_sweep`, v6's reading) are
     measured and reported, never judged."""
     main = g3_planted(results, scale)
-    sweep = g3_scale_sweep(results, scale)
     r = one_result(results, "G3_planted")
     measured = dict(main.measured)
     if "matched" in r["arms"]:
@@ -360,6 +350,10 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
                 f"[{np.exp(m['log_tail_loss_ratio'].low):.3g}, {np.exp(m['log_tail_loss_ratio'].high):.3g}]")
     else:
         mtxt = ""
+    if not any(k.startswith("G3_rnn") for k in results):  # the decisive tier archives the planted runs only
+        return Evaluation(measured, main.verdict, main.reason + mtxt, substitutes=main.substitutes, power=main.power,
+                          parts=main.parts)
+    sweep = g3_scale_sweep(results, scale)
     measured.update({**{f"sweep_{k}": v for k, v in sweep.measured.items()},
                      "reported_sweep_v6_verdict": sweep.verdict.value,
                      **{f"reported_sweep_v6_{k}": Status(v).value for k, v in sweep.parts.items()}})
@@ -368,137 +362,6 @@ def evaluate_g3(results: Results, scale: str) -> Evaluation:
               f"{sweep.verdict.value}: {parts_txt}): {sweep.reason}")
     return Evaluation(measured, main.verdict, reason, substitutes=list(main.substitutes) + list(sweep.substitutes),
                       power=main.power, parts=main.parts, figure=sweep.figure)
-
-
-def g3_scale_sweep(results: Results, scale: str) -> Evaluation:
-    """The initial-scale sweep read as criterion v6 did (parts (a) low rank relative to g = 1 and (b) the
-    within-model rank-learning correlation): since v7 reported beside the verdict, never judged."""
-    r = one_result(results, "G3_rnn")
-    runs = r["runs"]
-    n_runs = len(runs)
-    seeds = sorted({u["seed"] for u in runs})
-    models = sorted({u["model"] for u in runs})
-    configs = sorted({(u["model"], u["scale"]) for u in runs})
-    pr = {(u["model"], u["scale"], u["seed"]): u["pr_full"] for u in runs}
-    # (a) low rank relative to the reference scale g = 1, paired by seed, interval over seeds
-    targets = [(m, g) for m, g in configs if g != G3_REF_SCALE]
-    has_ref = {m: any(g == G3_REF_SCALE for mm, g in configs if mm == m) for m in models}
-    level = 1 - 0.05 / max(1, len(targets))  # Bonferroni: "at least one initialisation" is a search over them
-    log_ratio: dict[tuple[str, float], Interval] = {}
-    for m, g in targets:
-        if not has_ref[m]:
-            continue
-        v = [np.log(pr[(m, g, s)] / pr[(m, G3_REF_SCALE, s)]) for s in seeds
-             if (m, g, s) in pr and (m, G3_REF_SCALE, s) in pr]
-        if v:
-            log_ratio[(m, g)] = _mean_t_interval(v, level)
-    bound = float(np.log(G3_LOW_RANK_RATIO))
-    st_low = {c: at_most(iv, bound) for c, iv in log_ratio.items()}
-    if any(s is Status.HOLDS for s in st_low.values()):
-        low_status = Status.HOLDS
-    elif st_low and all(has_ref.values()) and all(s is Status.REFUTED for s in st_low.values()):
-        low_status = Status.REFUTED
-    else:
-        low_status = Status.UNDECIDED
-
-    def _ratio_iv(c):
-        iv = log_ratio[c]
-        return Interval(float(np.exp(iv.value)), float(np.exp(iv.low)), float(np.exp(iv.high)), iv.level,
-                        f"PR(g)/PR(g={G3_REF_SCALE:g}), geometric mean over seeds, " + iv.method)
-
-    best = (min(log_ratio, key=lambda c: log_ratio[c].high if np.isfinite(log_ratio[c].high) else log_ratio[c].value)
-            if log_ratio else None)
-    # (b) association over all distinct runs, bootstrap over seeds; a run that diverged or has no finite loss
-    # ratio did not learn: the paper's plateau case, ranked as the worst learner (loss ratio +inf), never dropped
-    ok = [u for u in runs if _learned(u)]
-    n_div = n_runs - len(ok)
-    points = _distinct_points([{**u, "loss_ratio": _learning_score(u)} for u in runs])
-    judged = [m for m in models if sum(p["model"] == m for p in points) >= G3_MIN_PER_MODEL]
-    rho = (_seed_bootstrap_spearman(points, judged, G3_N_BOOT) if judged
-           else Interval(0.0, -1.0, 1.0, 0.95, "no model with enough distinct runs"))
-    pooled = (spearman_ci([p["pr_full"] for p in points], _st.rankdata([p["loss_ratio"] for p in points]),
-                          n_boot=G3_N_BOOT, seed=0)
-              if len(points) >= 3 else Interval(0.0, -1.0, 1.0))
-    enough = len(seeds) >= G3_MIN_SEEDS and len(points) >= G3_MIN_RUNS and bool(judged) and np.isfinite(rho.value)
-    corr_status = at_most(rho, 0.0) if enough else Status.UNDECIDED
-    too_many_diverged = n_div > G3_MAX_DIVERGED * n_runs
-    overall = combine([low_status, corr_status])
-    verdict = Verdict.INCONCLUSIVE if too_many_diverged else verdict_of(overall)
-    power: list[PowerLine] = []
-    if verdict is Verdict.INCONCLUSIVE:
-        if too_many_diverged:
-            power.append(NotePowerLine("diverged runs", float(n_div) / n_runs, G3_MAX_DIVERGED, "runs", float(n_runs),
-                                       float("inf"), note=(f"{n_div} of {n_runs} runs diverged (> 1/3): a smaller "
-                                                           "learning rate, not more runs, decides this")))
-        if corr_status is Status.UNDECIDED:
-            pl = (power_line("within-model Spearman(initial PR, loss ratio)", rho, [0.0], size=len(seeds),
-                             size_name="seeds") if enough else None)
-            power.append(pl if pl is not None else NotePowerLine(
-                "within-model Spearman(initial PR, loss ratio)", rho.half_width, 0.0, "seeds", float(len(seeds)),
-                float(G3_MIN_SEEDS), note=(f"{len(seeds)} seeds (>= {G3_MIN_SEEDS} needed) and {len(points)} distinct "
-                                           f"non-diverged runs (>= {G3_MIN_RUNS} needed): too few to trust the "
-                                           "seed bootstrap")))
-        if low_status is Status.UNDECIDED:
-            if not all(has_ref.values()) or not log_ratio:
-                power.append(NotePowerLine("PR relative to g = 1", 0.0, bound, "runs", 0.0, float("inf"),
-                                           note=f"the sweep lacks the reference scale g = {G3_REF_SCALE:g} for "
-                                                f"{[m for m in models if not has_ref[m]]}: add it"))
-            else:
-                straddle = [c for c in log_ratio if log_ratio[c].low <= bound < log_ratio[c].high]
-                c = min(straddle, key=lambda c: log_ratio[c].value) if straddle else best
-                pl = power_line(f"log PR ratio to g=1 of {c[0]} at scale {c[1]:.3g}", log_ratio[c], [bound],
-                                size=len(seeds), size_name="seeds")
-                power.append(pl if pl is not None else NotePowerLine(
-                    "PR ratio to g = 1", 0.0, G3_LOW_RANK_RATIO, "seeds", float(len(seeds)), float("inf"),
-                    note="a single seed gives no interval; >= 2 seeds per initialisation are needed"))
-    per_model = {m: spearman([p["pr_full"] for p in points if p["model"] == m],
-                             _st.rankdata([p["loss_ratio"] for p in points if p["model"] == m])) for m in models}
-    lowest = _ratio_iv(best) if best else Interval(float("nan"), float("nan"), float("nan"), 0.95, "no g = 1 run")
-    measured: dict[str, Any] = {
-        "spearman_pr_vs_loss_ratio_within_model": rho,
-        "lowest_pr_ratio_to_g1": lowest,
-        "spearman_pr_vs_loss_ratio_pooled": pooled,
-        "lowest_pr_ratio_config": f"{best[0]} scale {best[1]:.3g}" if best else "none",
-        "pr_ratio_to_g1_mean": {f"{m}_s{g:.3g}": float(np.exp(iv.value)) for (m, g), iv in log_ratio.items()},
-        "n_distinct_points": len(points),
-        "distinct_points": {m: [[p["seed"], p["scales"]] for p in points if p["model"] == m] for m in models},
-        "spearman_pr_vs_loss_ratio_per_model": per_model,
-        "pr_fraction_mean": {f"{m}_s{g:.3g}": float(np.mean([u["pr_full"] / u["dim_full"] for u in runs
-                                                              if u["model"] == m and u["scale"] == g]))
-                             for m, g in configs},
-        "pr_space_frac_mean": {f"{m}_s{g:.3g}": float(np.mean([u["pr_space"] / u["dim_space"] for u in runs
-                                                                if u["model"] == m and u["scale"] == g]))
-                               for m, g in configs},
-        "pr_time_frac_mean": {f"{m}_s{g:.3g}": float(np.mean([u["pr_time"] / u["dim_time"] for u in runs
-                                                               if u["model"] == m and u["scale"] == g]))
-                              for m, g in configs},
-        "loss_ratio_mean": {f"{m}_s{g:.3g}": float(np.mean([u["loss_ratio"] for u in runs
-                                                             if u["model"] == m and u["scale"] == g]))
-                            for m, g in configs},
-        "diverged": [f"{_key(u)}_seed{u['seed']}" for u in runs if u not in ok],
-        "diverged_ranked_worst": n_div,
-        "n_runs": n_runs,
-        "n_seeds": len(seeds),
-        "init_scales": sorted({u["scale"] for u in runs}),
-    }
-    parts = {"a_low_rank": low_status, "b_rank_vs_learning": corr_status}
-    a_txt = (f"lowest PR relative to g = 1: {lowest.value:.3g} [{lowest.low:.3g}, {lowest.high:.3g}] ({best[0]}, "
-             f"scale {best[1]:.3g}; threshold {G3_LOW_RANK_RATIO:g})" if best else "no g = 1 reference run")
-    reason = (f"(a) low rank {low_status.value}: {a_txt}; (b) {corr_status.value}: within-model Spearman(PR, loss "
-              f"ratio) = {rho.value:.2f} [{rho.low:.2f}, {rho.high:.2f}] ("
-              + ", ".join(f"{m.upper()} {v:+.2f}" for m, v in per_model.items())
-              + f") over {len(points)} distinct runs of {len(seeds)} seeds ({n_div}/{n_runs} runs diverged or did not "
-              f"learn: ranked as the worst learners), bootstrap over seeds; pooled {pooled.value:.2f} "
-              f"[{pooled.low:.2f}, {pooled.high:.2f}]")
-    subs = _scale_note(scale)
-    subs.append("flip-flop task with full-batch GD (kpflow's sweep: noisy memory-pro, Adam lr 1e-3, fresh batches, "
-                "hidden 256)")
-    subs.append("initial scale g = std x sqrt(H) of the recurrent weights (kpflow's init_level l multiplies "
-                "PyTorch's U(+-1/sqrt(H)) init: g = l / sqrt(3))")
-    if r["hidden"] < 256:
-        subs.append(f"hidden {r['hidden']} (kpflow 256)")
-    return Evaluation(measured, verdict, reason, substitutes=subs, power=power, parts=parts,
-                      figure={"low_rank_ratio": G3_LOW_RANK_RATIO, "ref_scale": G3_REF_SCALE})
 
 
 @register_control("G3", "two_unplanted_draws")

@@ -64,6 +64,8 @@ from typing import Any
 
 import numpy as np
 
+from ntkrepro.io import read_json
+
 ARMS = ("none", "planted", "matched", "redraw")
 
 
@@ -172,6 +174,48 @@ def participation_ratio_of_jacobian(jac: np.ndarray) -> float:
     return tr * tr / float(np.sum(gram * gram))
 
 
+#: Largest float32 Jacobian :func:`gentk_participation_ratio` forms whole (bytes); above it, column chunks.
+JACOBIAN_BYTES = 1 << 31
+
+
+def gentk_participation_ratio(p: dict[str, Any], x: np.ndarray, dt: float, *, max_jacobian_bytes: int = JACOBIAN_BYTES,
+                              chunk: int = 1024) -> float:
+    r"""The participation ratio of :math:`\Theta_h = J J^\top` (:func:`participation_ratio_of_jacobian`), exact.
+    Small cases form :math:`J` whole (:func:`gentk_jacobian`); when it would exceed ``max_jacobian_bytes``
+    (hidden 256: :math:`23{,}040 \times 66{,}304`, 6 GB), :math:`\Theta_h = \sum_c J_c J_c^\top` is accumulated
+    over ``chunk`` columns at a time, each by forward mode (``jax.linearize``, vmapped over the chunk's basis
+    directions): memory :math:`N^2` floats for :math:`\Theta_h` (:math:`N` = kernel sequences x T x H) plus one
+    chunk; traces in float64."""
+    import jax
+    import jax.numpy as jnp
+
+    w, u = np.asarray(p["W"], np.float32), np.asarray(p["U"], np.float32)
+    h, n_in = w.shape[0], u.shape[1]
+    n_rows, n_cols = int(x.shape[0] * x.shape[1] * h), h * h + h * n_in
+    if n_rows * n_cols * 4 <= max_jacobian_bytes:
+        return participation_ratio_of_jacobian(gentk_jacobian(p, x, dt))
+    hidden = _hidden_fn(float(dt))
+    xs = jnp.asarray(x, jnp.float32)
+
+    def f(theta):
+        return hidden(theta[: h * h].reshape(h, h), theta[h * h:].reshape(h, n_in), xs).reshape(-1)
+
+    _, f_jvp = jax.linearize(f, jnp.concatenate([jnp.asarray(w).reshape(-1), jnp.asarray(u).reshape(-1)]))
+    columns = jax.jit(lambda idx: jax.vmap(f_jvp)(jax.nn.one_hot(idx, n_cols, dtype=jnp.float32)))
+    accumulate = jax.jit(lambda g, jc: g + jc.T @ jc, donate_argnums=0)
+    gram = jnp.zeros((n_rows, n_rows), jnp.float32)
+    for start in range(0, n_cols, chunk):
+        idx = jnp.minimum(jnp.arange(start, start + chunk), n_cols - 1)
+        jc = columns(idx)  # (chunk, N): J's columns start .. start + chunk - 1 (the last chunk repeats its last)
+        if start + chunk > n_cols:
+            jc = jc * (jnp.arange(start, start + chunk) < n_cols)[:, None]
+        gram = accumulate(gram, jc)
+    g = np.asarray(gram)
+    tr = float(np.trace(g.astype(np.float64)))
+    fro2 = sum(float(np.sum(g[i: i + 2048].astype(np.float64) ** 2)) for i in range(0, n_rows, 2048))
+    return tr * tr / fro2
+
+
 @functools.lru_cache(maxsize=None)
 def _sgd_fn(dt: float, batch: int):
     """Jitted ``(theta, x, y, keys, lr) -> losses`` of :func:`train_sgd` (compiled once per shape)."""
@@ -233,32 +277,73 @@ def arm_params(base: dict[str, np.ndarray], arm: str, directions: Sequence[np.nd
     return {**base, "W": matched_perturbation(base["W"], norm, len(directions), rng)}
 
 
-def run_planted(params: dict[str, Any], ctx) -> dict[str, Any]:
-    """Every seed's arms (module docstring): the GeNTK participation ratio at initialisation on
-    ``kernel_samples`` noise-free sequences, and the SGD loss curve. ``params``: ``hidden``, ``dt``,
-    ``periods`` (three lengths), ``noise_std``, ``n_fixed_points``, ``g``, ``n_train``, ``batch``, ``steps``,
-    ``lr``, ``kernel_samples``, ``n_seeds``, ``seed``, optional ``arms``."""
-    arms = tuple(params.get("arms", ARMS))
+#: The sizes a planted run records beside its runs.
+RECORDED = ("hidden", "dt", "periods", "noise_std", "n_fixed_points", "g", "n_train", "batch", "steps", "lr",
+            "kernel_samples", "n_seeds", "seed")
+
+
+def planted_run(params: dict[str, Any], s: int, arm: str) -> dict[str, Any]:
+    """One seed's ``arm`` (module docstring): the GeNTK participation ratio at initialisation on
+    ``kernel_samples`` noise-free sequences and the SGD loss curve. Seed ``s``'s data, base draw and planted
+    directions come from ``default_rng([seed, s])`` in that order, the arm's own draw from ``[seed, s, 1 + arm
+    index]``, the SGD batches from ``[seed, s, 99]``: one arm computed alone equals the same arm in a run of
+    every arm (the decisive tier's cells)."""
+    if arm not in ARMS:
+        raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
     dt, hidden = float(params["dt"]), int(params["hidden"])
     xk, _ = memory_pro(int(params["kernel_samples"]), params["periods"], 0.0)
-    runs = []
-    for s in ctx.progress(range(int(params["n_seeds"])), desc="G3 planted fixed points (seed)"):
-        rng = np.random.default_rng([int(params["seed"]), s])
-        x, y = memory_pro(int(params["n_train"]), params["periods"], float(params["noise_std"]), rng)
-        base = init_params(hidden, 3, 3, float(params["g"]), rng)
-        directions = [rng.standard_normal(hidden) for _ in range(int(params["n_fixed_points"]))]
-        for arm in arms:  # each arm its own stream: an arm's draw does not depend on which others run
-            arm_rng = np.random.default_rng([int(params["seed"]), s, 1 + ARMS.index(arm)])
-            p = arm_params(base, arm, directions, arm_rng, g=float(params["g"]))
-            pr = participation_ratio_of_jacobian(gentk_jacobian(p, xk, dt))
-            losses = train_sgd(p, x, y, steps=int(params["steps"]), lr=float(params["lr"]),
-                               batch=int(params["batch"]), dt=dt,
-                               seed=int(np.random.default_rng([int(params["seed"]), s, 99]).integers(2**31)))
-            tail = losses[-max(1, len(losses) // 10):]
-            runs.append({"seed": s, "arm": arm, "pr": pr, "pr_dim": int(xk.shape[0] * xk.shape[1] * hidden),
-                         "w_fro": float(np.linalg.norm(p["W"])), "w_spectral": float(np.linalg.norm(p["W"], 2)),
-                         "loss": losses.tolist(), "loss_initial": float(losses[0]),
-                         "loss_final": float(np.mean(tail)), "diverged": bool(not np.all(np.isfinite(losses)))})
-    return {"runs": runs, "arms": list(arms), **{k: params[k] for k in (
-        "hidden", "dt", "periods", "noise_std", "n_fixed_points", "g", "n_train", "batch", "steps", "lr",
-        "kernel_samples", "n_seeds", "seed")}}
+    rng = np.random.default_rng([int(params["seed"]), int(s)])
+    x, y = memory_pro(int(params["n_train"]), params["periods"], float(params["noise_std"]), rng)
+    base = init_params(hidden, 3, 3, float(params["g"]), rng)
+    directions = [rng.standard_normal(hidden) for _ in range(int(params["n_fixed_points"]))]
+    arm_rng = np.random.default_rng([int(params["seed"]), int(s), 1 + ARMS.index(arm)])
+    p = arm_params(base, arm, directions, arm_rng, g=float(params["g"]))
+    pr = gentk_participation_ratio(p, xk, dt)
+    losses = train_sgd(p, x, y, steps=int(params["steps"]), lr=float(params["lr"]), batch=int(params["batch"]),
+                       dt=dt, seed=int(np.random.default_rng([int(params["seed"]), int(s), 99]).integers(2**31)))
+    tail = losses[-max(1, len(losses) // 10):]
+    return {"seed": int(s), "arm": arm, "pr": pr, "pr_dim": int(xk.shape[0] * xk.shape[1] * hidden),
+            "w_fro": float(np.linalg.norm(p["W"])), "w_spectral": float(np.linalg.norm(p["W"], 2)),
+            "loss": losses.tolist(), "loss_initial": float(losses[0]), "loss_final": float(np.mean(tail)),
+            "diverged": bool(not np.all(np.isfinite(losses)))}
+
+
+def run_planted(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Every seed's arms (:func:`planted_run`). ``params``: ``hidden``, ``dt``, ``periods`` (three lengths),
+    ``noise_std``, ``n_fixed_points``, ``g``, ``n_train``, ``batch``, ``steps``, ``lr``, ``kernel_samples``,
+    ``n_seeds``, ``seed``, optional ``arms``."""
+    arms = tuple(params.get("arms", ARMS))
+    runs = [planted_run(params, s, arm)
+            for s in ctx.progress(range(int(params["n_seeds"])), desc="G3 planted fixed points (seed)")
+            for arm in arms]
+    return {"runs": runs, "arms": list(arms), **{k: params[k] for k in RECORDED}}
+
+
+def run_planted_cell(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Decisive cell of ``G3`` (config/decisive.yaml: ``cell: [draws, conditions]``): seed ``draw``'s arm
+    ``arms[condition]`` (:func:`planted_run`, equal to that arm of a whole :func:`run_planted`)."""
+    import time
+
+    from ntkrepro import decisive
+
+    s, condition = int(params["draw"]), int(params["condition"])
+    arms = list(params["arms"])
+    if not 0 <= s < int(params["n_seeds"]) or not 0 <= condition < len(arms):
+        raise ValueError(f"G3 cell: draw {s} / condition {condition} outside n_seeds {params['n_seeds']} / arms {arms}")
+    t0 = time.process_time()
+    run = planted_run(params, s, arms[condition])
+    return {"claim": "G3", "cell": {"draw": s, "condition": condition}, "run": run,
+            "cpu_seconds": round(time.process_time() - t0, 2), "compute_code": decisive.compute_code_hash("G3")}
+
+
+def aggregate_planted(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """The cells (``shard_files``) assembled into :func:`run_planted`'s layout, for G3's criterion: every
+    planned (draw, arm) present once."""
+    cells = [read_json(ctx.use_data(f)) for f in params["shard_files"]]
+    arms = list(params["arms"])
+    got = sorted((int(c["cell"]["draw"]), int(c["cell"]["condition"])) for c in cells)
+    want = sorted((s, a) for s in range(int(params["n_seeds"])) for a in range(len(arms)))
+    if got != want:
+        raise ValueError(f"G3 cells {got} do not match the plan's draws x arms {want}")
+    runs = sorted((c["run"] for c in cells), key=lambda r: (r["seed"], arms.index(r["arm"])))
+    return {"runs": runs, "arms": arms, **{k: params[k] for k in RECORDED}}
