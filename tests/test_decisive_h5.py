@@ -177,3 +177,29 @@ def test_h5_cell_and_aggregate_refuse_bad_input(tmp_path):
     with pytest.raises(ValueError, match="epochs"):
         h5.aggregate_h5({"shard_files": [str(tmp_path / "a.json"), str(tmp_path / "b.json")]},
                         RunContext(scale="smoke"))
+
+
+def test_h5n_plan_is_the_first_plan_at_ten_times_the_images(tmp_path):
+    """Issue 37 item 5: H5's second plan (config/decisive.yaml ``H5.n``) changes only the training images (10,000
+    from the 20k subset), the epochs (60) and the cell function (the first one wrapped, recorded as plan H5.n with
+    its own compute-code hash, so H5's archived cells stay current); its cells verify and judge under H5.n."""
+    plan = decisive.load_plan(ROOT / "config" / "decisive.yaml")
+    first, second = plan["claims"]["H5"], plan["claims"]["H5.n"]
+    diff = {k for k in first["section"] if first["section"][k] != second["section"].get(k)}
+    assert diff == {"n_train", "epochs", "data"} and second["section"]["n_train"] == 10000
+    assert second["section"]["data"]["archive"] == "cifar-10-python-subset-20k.tar.gz"
+    assert second["cell_function"].endswith(":run_h5n_cell") and second["aggregate_function"] == first[
+        "aggregate_function"]
+    assert decisive.compute_code_hash("H5.n") != decisive.compute_code_hash("H5")
+    if not (SHARED / DATA["archive"]).exists():
+        pytest.skip("offline CIFAR-10 subset missing")
+    spec = {**copy.deepcopy(second), "section": {**TINY, "seeds": [0], "lns": [0]}}
+    arch = tmp_path / "archive"
+    for c in decisive.cells(spec):
+        execute(spec["cell_function"], decisive.cell_params(spec, c), decisive.cell_path(arch, "H5.n", c["name"]),
+                scale="decisive")
+    (p,) = decisive.archived_cells(arch, "H5.n")
+    cell = read_json(p)
+    assert cell["plan"] == "H5.n" and cell["claim"] == "H5"
+    assert cell["compute_code"] == decisive.compute_code_hash("H5.n")
+    assert not decisive.verify_cell(p, "H5.n", code_hash=decisive.compute_code_hash("H5.n"))["stale"]

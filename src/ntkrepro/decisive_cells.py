@@ -67,6 +67,16 @@ COMPUTE_CODE: dict[str, tuple[str, ...]] = {
         "ntkrepro.hron2020.regime:permuted_labels",
         "ntkrepro.data.cifar10",
     ),
+    # H5's second plan (config/decisive.yaml ``H5.n``, archive/decisive/H5.n/): ten times the training images;
+    # the first plan's cell function wrapped (its own source unchanged, so H5's archived cells stay current)
+    "H5.n": (
+        *(f"ntkrepro.hron2020.finite_nets:{f}" for f in (
+            "run_h5n_cell", "run_h5_cell", "h5_cell_runs", "attention_weights", "make_model", "make_trainer",
+            "run_seed", "_run_record")),
+        "ntkrepro.hron2020.cifar10:load_splits",
+        "ntkrepro.hron2020.regime:permuted_labels",
+        "ntkrepro.data.cifar10",
+    ),
     # a cell's kernels (the sweep model's description; the fast engine is not listed: it is tested equal to
     # neural-tangents, and each cell records its fingerprint), data, labels, resampling plans and refits;
     # not aggregate_h4, which the judge re-runs on the archive

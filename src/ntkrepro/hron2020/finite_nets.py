@@ -279,6 +279,15 @@ def run_h5_cell(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
             "cpu_seconds": round(time.process_time() - t0, 2), "compute_code": decisive.compute_code_hash("H5")}
 
 
+def run_h5n_cell(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
+    """Decisive cell of H5's second plan (config/decisive.yaml ``H5.n``: more training images): :func:`run_h5_cell`
+    on the plan's section, recorded as plan ``H5.n`` with that plan's compute-code hash (its own archive folder;
+    the first plan's cells and hash are untouched). :func:`aggregate_h5` assembles either plan's cells."""
+    from ntkrepro import decisive
+
+    return {**run_h5_cell(params, ctx), "plan": "H5.n", "compute_code": decisive.compute_code_hash("H5.n")}
+
+
 def aggregate_h5(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     """The cells (``shard_files``) assembled into :func:`run_h5`'s results layout (runs in run_h5's order:
     mechanism, LayerNorm, seed; the permuted-label control from the control seeds' cells), for H5's
