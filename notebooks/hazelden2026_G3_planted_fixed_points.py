@@ -72,6 +72,10 @@ for y, (name, iv, c) in enumerate(rows):
     if np.all(np.isfinite([lo, hi, iv["value"]])):
         ax.errorbar(iv["value"], y, xerr=[[iv["value"] - lo], [hi - iv["value"]]], fmt="o", color=c, capsize=3)
 ax.axvline(0, color="k", lw=0.8, ls=":")
+plateau = ev["figure_data"].get("plateau_log_ratio")
+if plateau is not None:  # part (b)'s margin: a tail loss 10 % above the base draw's
+    ax.axvline(plateau, color="tab:red", lw=0.8, ls="--", label=f"(b) margin: log {np.exp(plateau):.2g}")
+    ax.legend(fontsize=7, loc="lower left")
 ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=7)
 ax.invert_yaxis()
 ax.set(xlabel="seed-paired log ratio to the base draw (95% t-interval)",
