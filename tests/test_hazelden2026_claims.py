@@ -475,6 +475,7 @@ def test_g3_refuted_only_at_the_authors_conditions(over, verdict):
     assert e["verdict"] == verdict
     if verdict == "inconclusive":
         assert "authors' conditions" in e["reason"] and "hidden 64 (kpflow 256)" in e["reason"]
+        assert any("authors' sizes decide" in p["text"] for p in e["power"])    # never inconclusive without one
     else:
         assert e["measured"]["planted_at_authors_conditions"] is True
 
@@ -486,7 +487,7 @@ def test_g3_no_lower_rank_or_equal_learning_is_inconclusive():
     line over seeds."""
     e = make_evaluation("G3", g3v8(pr_factor=1.6, loss_factor=0.5, **AUTHORS), scale="default")
     assert e["parts"]["a_planted_lower_rank"] == "refuted" and e["verdict"] == "inconclusive"
-    assert "no lower-rank initialisation" in e["reason"]
+    assert "no lower-rank initialisation" in e["reason"] and e["power"]
     for factor in (1.0, 1.05):
         e = make_evaluation("G3", g3v8(loss_factor=factor, noise=0.01, **AUTHORS), scale="default")
         assert e["parts"]["b_planted_learns_worse"] == "refuted" and e["verdict"] == "not_reproduced"

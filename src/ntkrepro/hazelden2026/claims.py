@@ -299,15 +299,24 @@ def g3_planted(results: Results, scale: str, arm: str = "planted") -> Evaluation
             notes.append(f"the planted initialisation learns as well or better here (tail loss below "
                          f"{G3_PLATEAU_RATIO:g}x the base draw's), but a refutation of the seed's existential "
                          "sentence needs the authors' conditions (" + ", ".join(diff) + ")")
+            power.append(NotePowerLine("(b) at the authors' conditions", 0.0, 0.0, "seeds", float(n), float("inf"),
+                                       note="refuted at reduced sizes: the authors' sizes decide (" + ", ".join(diff)
+                                            + "; config/decisive.yaml G3)"))
         if st_a is Status.REFUTED:
             notes.append("planting did not lower the GeNTK's participation ratio here, so this run has no lower-rank "
                          "initialisation to test")
+            power.append(NotePowerLine("(a) lower rank with planted points", 0.0, 0.0, "seeds", float(n), float("inf"),
+                                       note="refuted: no lower-rank initialisation to test in this design"))
         for name, iv, bound, st in (("(a) log PR(planted)/PR(none)", a_iv, 0.0, st_a),
                                     ("(b) log tail loss(planted)/(none)", b_iv, plateau, st_b)):
             if st is Status.UNDECIDED and enough and np.isfinite(iv.value):
                 pl = power_line(name, iv, [bound], size=float(n), size_name="seeds")
                 if pl is not None:
                     power.append(pl)
+        if not power:  # every inconclusive entry names what would decide it (ledger integrity)
+            power.append(NotePowerLine("G3 planted comparison", 0.0, 0.0, "seeds", float(n), float("inf"),
+                                       note="undecided at this size: " + ", ".join(
+                                           f"({k}) {v.value}" for k, v in (("a", st_a), ("b", st_b)))))
     measured: dict[str, Any] = {
         "planted_log_pr_ratio": a_iv,
         "planted_log_tail_loss_ratio": b_iv,
