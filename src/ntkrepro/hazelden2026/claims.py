@@ -245,7 +245,7 @@ def _g3_tail(u: dict[str, Any]) -> float:
 
 def g3_pair(runs: list[dict[str, Any]], arm: str, ref: str = "none") -> dict[str, Any]:
     """Seed-paired comparison of ``arm`` with ``ref``: (a) log PR ratio, (b) log tail-loss ratio (seeds with a
-    diverged run in either arm left out, and counted), the log ratio of the mean log loss over all steps
+    diverged run in either arm left out, and counted), the difference of the mean log loss over all steps
     (reported), each a Student-t interval over seeds."""
     by = {(u["seed"], u["arm"]): u for u in runs}
     seeds = sorted(s for s in {u["seed"] for u in runs} if (s, arm) in by and (s, ref) in by)
