@@ -16,7 +16,9 @@ MALLOC_TRIM_THRESHOLD_=... MALLOC_TOP_PAD_=...`` would at start-up: no ``mmap`` 
 (the heap grows instead), no trimming of the heap's top, and a 256 MiB growth step. The cost is
 resident memory: the heap keeps its high-water mark (the process's peak, as before) until exit.
 Call it once, early, in a process that computes kernels for long (the decisive fill, the
-benchmarks); elsewhere (not glibc, e.g. macOS) it does nothing and says so.
+benchmarks); elsewhere (not glibc, e.g. macOS) it does nothing and says so. :func:`freed_memory_kept`
+says whether it was applied in this process (the fast kernels then take larger row chunks on the CPU:
+``ntkrepro.kernels.fast.default_memory_budget``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX = -1, -2, -4
 #: What :func:`keep_freed_memory` sets: no mmap, never trim, grow the heap 256 MiB at a time.
 SETTINGS = {"M_MMAP_MAX": 0, "M_TRIM_THRESHOLD": 2 ** 31 - 1, "M_TOP_PAD": 256 * 2 ** 20}
 _CODES = {"M_MMAP_MAX": M_MMAP_MAX, "M_TRIM_THRESHOLD": M_TRIM_THRESHOLD, "M_TOP_PAD": M_TOP_PAD}
+_KEPT = False
 
 
 def keep_freed_memory() -> dict[str, int] | None:
@@ -41,4 +44,11 @@ def keep_freed_memory() -> dict[str, int] | None:
     for name, value in SETTINGS.items():
         if libc.mallopt(ctypes.c_int(_CODES[name]), ctypes.c_int(value)) != 1:
             raise OSError(f"mallopt({name}, {value}) refused by the C library")
+    global _KEPT
+    _KEPT = True
     return dict(SETTINGS)
+
+
+def freed_memory_kept() -> bool:
+    """Whether :func:`keep_freed_memory` has applied :data:`SETTINGS` in this process (it cannot be undone)."""
+    return _KEPT

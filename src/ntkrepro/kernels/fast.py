@@ -113,10 +113,10 @@ from __future__ import annotations
 from ntkrepro.kernels._src.mc_replicates import mc_kernel
 from ntkrepro.kernels._src.bench import flop_count
 from ntkrepro.kernels._src.bridge import from_stax_builder
-from ntkrepro.kernels._src.engine import BACKENDS, FastKernelFn, kernel_fn, nt_kernel_fn
+from ntkrepro.kernels._src.engine import BACKENDS, FastKernelFn, default_memory_budget, kernel_fn, nt_kernel_fn
 from ntkrepro.kernels._src.layers import (AvgPool, Conv, Dense, FanInSum, FanOut, Flatten, GlobalAvgPool,
                                           GlobalSelfAttention, Identity, Layer, LayerNorm, Relu, parallel, serial)
 
 __all__ = ["BACKENDS", "AvgPool", "Conv", "Dense", "FanInSum", "FanOut", "FastKernelFn", "Flatten", "GlobalAvgPool",
-           "GlobalSelfAttention", "Identity", "Layer", "LayerNorm", "Relu", "flop_count", "from_stax_builder", "kernel_fn",
+           "GlobalSelfAttention", "Identity", "Layer", "LayerNorm", "Relu", "default_memory_budget", "flop_count", "from_stax_builder", "kernel_fn",
            "mc_kernel", "nt_kernel_fn", "parallel", "serial"]

@@ -35,6 +35,7 @@ from ntkrepro.kernels._src.base import Info, Inputs, convert_pair
 from ntkrepro.kernels._src.combinators import FanOut
 from ntkrepro.kernels._src.layers import (FanInSum, Identity, Layer, Pair, Plan, Single, fast_inputs, input_pair,
                                           input_single)
+from ntkrepro.kernels.allocator import freed_memory_kept
 from ntkrepro.kernels.numerics import MATMUL_PRECISION, matmul_precision
 
 BACKENDS = ("nt", "fast")
@@ -48,8 +49,26 @@ DEFAULT_MEMORY_BUDGET = 512 * 2 ** 20
 #: Struct block of 250 x 250 images, CPU user + system s: 9.9 + 0.34 at 32 MiB, 7.8 + 0.22 at 64,
 #: 6.8 + 0.24 at 128, 6.6 + 0.34 at 256 (9.1 + 3.1 at 32 MiB without it; 2026-12-06, shared CPU).
 CPU_MEMORY_BUDGET = 32 * 2 ** 20
+#: Bytes per chunk of pairs on the CPU once :func:`~ntkrepro.kernels.allocator.keep_freed_memory` has run in
+#: the process (every compute rule, the decisive fill and the benchmarks call it first): no page faults, so
+#: chunks of a few MiB of rows no longer pay off. 64 x 64 CIFAR blocks at S = 64 (chunks of 4 / 8 / 16 rows),
+#: 7 interleaved repeats, wall median ms at 32 / 64 / 128 MiB: Struct 110 / 98 / 86, Vanilla 102 / 91 / 81,
+#: Residual 110 / 101 / 92 (2026-12-07, 2 cores, other work paused); 256 MiB and above were 2x slower
+#: (the chunk's arrays no longer fit the 32 MiB L3 cache in a few pieces).
+CPU_MEMORY_BUDGET_KEPT = 128 * 2 ** 20
 #: Inputs with at least this many positions run one XLA computation per layer (see ``pair``).
 SPLIT_MIN_POSITIONS = 32
+
+
+def default_memory_budget() -> int:
+    """Bytes per chunk of pairs when ``memory_budget`` is not given: :data:`DEFAULT_MEMORY_BUDGET` on
+    accelerators; on the CPU :data:`CPU_MEMORY_BUDGET_KEPT` in a process where
+    :func:`~ntkrepro.kernels.allocator.keep_freed_memory` has run, else :data:`CPU_MEMORY_BUDGET`."""
+    import jax
+
+    if jax.default_backend() != "cpu":
+        return DEFAULT_MEMORY_BUDGET
+    return CPU_MEMORY_BUDGET_KEPT if freed_memory_kept() else CPU_MEMORY_BUDGET
 
 
 def iter_leaves(model: Layer, plan: Plan):
@@ -208,8 +227,9 @@ def _take_rows(rows: int) -> Callable[[Any, Any], Any]:
 class FastKernelFn:
     r"""``kernel_fn(x1, x2=None, get=("nngp", "ntk"), mask_constant=None)`` of a
     :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
-    docstring). ``memory_budget``: bytes per chunk of pairs (default :data:`CPU_MEMORY_BUDGET` on
-    the CPU, :data:`DEFAULT_MEMORY_BUDGET` elsewhere); ``rows``: fix the chunk height instead;
+    docstring). ``memory_budget``: bytes per chunk of pairs (default :func:`default_memory_budget`:
+    :data:`CPU_MEMORY_BUDGET` on the CPU, :data:`CPU_MEMORY_BUDGET_KEPT` there once
+    :func:`~ntkrepro.kernels.allocator.keep_freed_memory` has run, :data:`DEFAULT_MEMORY_BUDGET` elsewhere); ``rows``: fix the chunk height instead;
     ``trim``: drop all-masked sequence tails (exact, :meth:`_trim`); ``False`` computes the whole
     array, as a padding-invariance check of the masking itself needs. ``precision``: every matrix
     product runs under ``jax.default_matmul_precision(precision)``
@@ -220,9 +240,7 @@ class FastKernelFn:
                  split_layers: bool | None = None, trim: bool = True, precision: str | None = None):
         self.precision = MATMUL_PRECISION if precision is None else str(precision)
         if memory_budget is None:
-            import jax
-
-            memory_budget = CPU_MEMORY_BUDGET if jax.default_backend() == "cpu" else DEFAULT_MEMORY_BUDGET
+            memory_budget = default_memory_budget()
         self.model = model
         self.trim = bool(trim)
         self.memory_budget = int(memory_budget)
