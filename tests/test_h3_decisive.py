@@ -156,3 +156,42 @@ def test_dk_tiny_plan_cells_equal_one_direct_run_and_judge(tmp_path):
     with pytest.raises(ValueError, match="n_out"):
         from ntkrepro.hron2020.convergence_dk import run_h3dk_cell
         run_h3dk_cell({**sec, "width": 8, "chunk": 0, "arch": {**sec["arch"], "n_out": 4}}, _Ctx())
+
+
+def test_entry_shows_the_last_complete_plan(tmp_path):
+    """decisive_cells.entry_plan: a claim's ledger entry (and the claims table's decisive column) shows its last
+    plan in config order whose cells are all archived; while no plan is complete, its own plan if any cell of it
+    is archived; nothing when none is. Cell files are only counted here (names), not read."""
+    from ntkrepro.ledger.rows import table_cell
+
+    plan = {"claims": {
+        "H3": {"status": "run", "cell": ["widths"], "section": {"widths": [8, 16]}},
+        "H3.dk": {"status": "run", "cell": ["widths"], "section": {"widths": [8, 16, 32]}},
+        "H4": {"status": "run", "cell": ["parts"], "section": {"parts": [0]}},
+        "H6": {"status": "gpu_only", "reason": "x"},
+    }}
+    arch = tmp_path / "archive"
+
+    def put(key, names):
+        d = arch / key / "cells"
+        d.mkdir(parents=True, exist_ok=True)
+        for n in names:
+            (d / f"{n}.json").write_text("{}")
+
+    names = {k: [c["name"] for c in decisive.cells(s)] for k, s in plan["claims"].items() if "cell" in s}
+    assert decisive.entry_plan("H3", plan, arch) is None and decisive.entry_plan("H6", plan, arch) is None
+    put("H3", names["H3"][:1])
+    assert decisive.entry_plan("H3", plan, arch) == "H3"      # incomplete, its own plan
+    put("H3.dk", names["H3.dk"][:2])
+    assert decisive.entry_plan("H3", plan, arch) == "H3"      # the later plan is not complete yet
+    put("H3", names["H3"])
+    assert decisive.entry_plan("H3", plan, arch) == "H3"
+    put("H3.dk", names["H3.dk"])
+    assert decisive.entry_plan("H3", plan, arch) == "H3.dk"   # complete later plan supersedes, whatever the verdicts
+    assert decisive.entry_plan("H4", plan, arch) is None
+    # the table cell names the plan it shows
+    rec = {"state": decisive.COMPLETE, "verdict": "inconclusive", "plan": "H3.dk", "cells_archived": 3,
+           "cells_planned": 3, "scale": "default", "settings": "widened", "commits": ["a" * 40],
+           "devices": ["cpu"], "dates": ["2026-12-06", "2026-12-07"]}
+    assert "3/3 cells of plan H3.dk at the widened settings" in table_cell(rec)
+    assert "of plan" not in table_cell({**rec, "plan": None})

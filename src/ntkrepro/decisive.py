@@ -33,7 +33,7 @@ import ntkrepro.decisive_cells as _cells
 from ntkrepro.decisive_cells import (  # noqa: F401  (re-exported: the cell records' public names, as before the split)
     ARCHIVE, ARCHIVED_CONSTANTS, CODE_SCHEME, COMPUTE_CODE, DECIDE, MAX_FILE_BYTES, RUN_KEYS, ArchiveError, _plain,
     _singular, _source, archived_cells, cell_name, cell_params, cell_path, cells, check_archive, check_plan, check_spec,
-    claim_of,
+    claim_of, entry_plan,
     code_hash_of, code_state, compute_code_hash, compute_constants, compute_constants_hash, is_overlay, load_plan,
     pinned_constants_changed, verify_cell)
 from ntkrepro.io import TamperedFileError, canonical_hash, content_sha256, read_json, write_json

@@ -384,6 +384,23 @@ def archived_cells(archive: str | Path, claim: str) -> list[Path]:
     return sorted((Path(archive) / claim / "cells").glob("*.json"))
 
 
+def entry_plan(claim: str, plan: Mapping[str, Any], archive: str | Path) -> str | None:
+    """The plan key whose judgement claim ``claim``'s ledger entry shows (the claims table's decisive
+    column; the tier table lists every plan): the **last** of the claim's ``run`` plans in
+    config/decisive.yaml's order whose planned cells are all archived; while none is, the claim's own plan
+    if it has archived cells; else None. A later plan is stated because an earlier one could not decide
+    (H3.dk after H3's first plan, H5.n after H5's), so a complete later plan supersedes it in the entry,
+    whatever either verdict; the earlier plan's row stays in the tier table. (Rule stated 2026-12-07, while
+    H3.dk had 26 of 36 cells and no verdict; ``H5.n`` had none.)"""
+    keys = [k for k, s in plan["claims"].items()
+            if claim_of(k) == claim and s.get("status") == "run" and "cell" in s]
+    complete = [k for k in keys
+                if {c["name"] for c in cells(plan["claims"][k])} <= {p.stem for p in archived_cells(archive, k)}]
+    if complete:
+        return complete[-1]
+    return claim if claim in keys and archived_cells(archive, claim) else None
+
+
 def verify_cell(path: str | Path, claim: str, *, max_bytes: int = MAX_FILE_BYTES,
                 code_hash: str | None = None) -> dict[str, Any]:
     """Read an archived cell and verify it: within the size budget, sealed and intact (a hand edit

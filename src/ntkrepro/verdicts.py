@@ -84,8 +84,10 @@ def refresh_decisive(summary: Mapping[str, Any], plan: Mapping[str, Any], archiv
         if "cell" not in spec:  # planned without cells (a GPU-only or undecidable claim): nothing to judge
             continue
         record = judge(claim, spec, archive)
-        if claim in by_id:
-            by_id[claim][COLUMNS[2]] = decisive_short(table_cell(record))
+        cid = decisive.claim_of(claim)
+        # the claim's row shows the plan its ledger entry shows (decisive_cells.entry_plan: the last complete plan)
+        if cid in by_id and claim == (decisive.entry_plan(cid, plan, archive) or cid):
+            by_id[cid][COLUMNS[2]] = decisive_short(table_cell(record))
         tiers.append(tier_row(claim, spec, record))
     return {**summary, "rows": rows, "tiers": tiers}
 

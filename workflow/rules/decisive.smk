@@ -146,9 +146,10 @@ rule decisive_evaluation:
         f"{PY} -m ntkrepro.decisive judge {{wildcards.claim}} --plan {{input.plan:q}} --out {{output:q}} > {{log:q}} 2>&1"
 
 
-# the ledger entry of a claim with archived cells reads its decisive evaluation (common.smk, ledger.smk); a
-# later plan of a claim (H3.dk) is judged on demand (`python -m ntkrepro.decisive judge H3.dk --out ...`, the
-# tier table) and not (yet) in the claim's entry, which shows the plan under the claim's own id
-for _c in _DECISIVE_RUN:
-    if _c in CLAIMS and _decisive.archived_cells(DECISIVE_ARCHIVE, _c):
-        DECISIVE_EVALUATIONS[_c] = f"{R}/claims/decisive/{_c}.json"
+# the ledger entry of a claim with archived cells reads the decisive evaluation of one of its plans
+# (common.smk, ledger.smk): the last complete one in config order, else its own (decisive_cells.entry_plan;
+# H3.dk once complete); every plan keeps its row in the tier table
+for _c in CLAIMS:
+    _p = _decisive.entry_plan(_c, DECISIVE_PLAN, DECISIVE_ARCHIVE)
+    if _p is not None:
+        DECISIVE_EVALUATIONS[_c] = f"{R}/claims/decisive/{_p}.json"

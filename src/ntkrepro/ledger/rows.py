@@ -379,10 +379,10 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
     (None when STALE or nothing is archived), where and when it was computed, the headline numbers, and
     the reason."""
     ev = record.get("evaluation")
-    out = {k: record.get(k) for k in ("tier", "state", "verdict", "scale", "settings", "archive", "cells_planned",
-                                      "cells_archived", "cells_stale", "commits", "config_hashes", "dirty", "devices",
-                                      "dates", "wall_seconds", "cpu_seconds", "cells_with_cpu_seconds", "reason",
-                                      "partial")}
+    out = {k: record.get(k) for k in ("tier", "plan", "state", "verdict", "scale", "settings", "archive",
+                                      "cells_planned", "cells_archived", "cells_stale", "commits", "config_hashes",
+                                      "dirty", "devices", "dates", "wall_seconds", "cpu_seconds",
+                                      "cells_with_cpu_seconds", "reason", "partial")}
     out["headline"] = _headline(ev) if ev else ""
     out["controls"] = control_text(ev) if ev else ""
     out["criterion_version"] = ev.get("criterion_version") if ev else None
@@ -405,6 +405,8 @@ def table_cell(record: Mapping[str, Any] | None) -> str:
     day = (dates[1] or "?")[:10]
     where = f"archived: {'; '.join(record.get('devices') or ['?'])}, {day}, {commits}"
     n = f"{record.get('cells_archived')}/{record.get('cells_planned')} cells"
+    if record.get("plan"):  # a later plan of the claim (decisive_cells.entry_plan), e.g. H3.dk
+        n += f" of plan {record['plan']}"
     if record.get("scale") not in (None, "paper"):  # e.g. A4: the default run's settings at its power line's seeds
         n += f" at the {record.get('settings') or record['scale']} settings"
     if record["state"] == STALE:
