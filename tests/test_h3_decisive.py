@@ -195,3 +195,6 @@ def test_entry_shows_the_last_complete_plan(tmp_path):
            "devices": ["cpu"], "dates": ["2026-12-06", "2026-12-07"]}
     assert "3/3 cells of plan H3.dk at the widened settings" in table_cell(rec)
     assert "of plan" not in table_cell({**rec, "plan": None})
+    from ntkrepro.ledger.rows import decisive_short
+    assert decisive_short(table_cell(rec)).startswith("inconclusive [plan H3.dk, widened settings] (CPU, 2026-12-07")
+    assert decisive_short(table_cell({**rec, "plan": None})).startswith("inconclusive [widened settings] (")

@@ -37,7 +37,12 @@ def _measured(headline: str) -> dict:
 def snapshot_entries() -> list[dict]:
     """Ledger entries with the verdicts, decisive states and headlines of docs/verdicts.json (all 21 entries)."""
     summary = json.loads((ROOT / "docs" / "verdicts.json").read_text())
-    tiers = {t["claim"]: t for t in summary["tiers"]}
+    # the plan each entry shows (decisive_cells.entry_plan): the claim's last complete plan, else its own
+    tiers = {}
+    for t in summary["tiers"]:
+        cid, (have, planned) = t["claim"].split(".", 1)[0], t["archived cells"].split("/")
+        if t["claim"] == cid and cid not in tiers or have == planned != "0":
+            tiers[cid] = t
     out = []
     for row in summary["rows"]:
         cid = row["id"]
@@ -104,11 +109,11 @@ def test_the_figure_counts_the_verdicts_per_tier():
     assert counts["default"] == {k: v for k, v in (("reproduced", n_rep), ("inconclusive", n_inc),
                                                    ("not_reproduced", words.count("not reproduced")),
                                                    ("no_verdict", n_none)) if v}
-    # pending: H6 (1 of 4 cells) and G3 (planned at the authors' conditions, no cell yet)
-    assert counts["decisive"] == {"none": 13, "reproduced": 2, "inconclusive": 3, "not_reproduced": 1, "pending": 2}
+    # pending: H6 (1 of 4 cells) and G3 (planned at the authors' conditions, no cell yet); H3 by its plan H3.dk
+    assert counts["decisive"] == {"none": 13, "reproduced": 3, "inconclusive": 2, "not_reproduced": 1, "pending": 2}
     fig = verdict_figure_tex(entries)
     assert fig.count(r"\filldraw") == 2 * 21 and set(re.findall(r"fill=([^,]+),", fig)) <= set(SUMMARY_COLOUR.values())
-    assert f"reproduced ({n_rep} default, 2 decisive)" in fig and f"({n_inc} default, 3 decisive)" in fig
+    assert f"reproduced ({n_rep} default, 3 decisive)" in fig and f"({n_inc} default, 2 decisive)" in fig
 
 
 def _render(tmp_path, monkeypatch, entries) -> str:

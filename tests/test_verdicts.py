@@ -163,12 +163,19 @@ def test_readme_opens_with_the_findings_of_the_snapshot(repo_root):
     assert len(judged) == 19 and "G4 and F5 (not claims of the seeds" in sec
     # the decisive tier: every complete tier's verdict is named, and each claim awaiting its run with why
     tiers = {t["claim"]: t for t in summary["tiers"]}
-    done = [c for c, t in tiers.items() if t["archived cells"].split("/")[0] == t["archived cells"].split("/")[1]]
-    m = re.search(r"has judged (\d+) of them: ([^.]*)\.", sec)
-    assert m and int(m.group(1)) == len(done), sec
-    for c in done:
-        assert re.search(rf"\b{c}\b[^;]* {re.escape(tiers[c]['verdict (current criteria)'])}\b", m.group(2)), (c, sec)
-    for c in set(tiers) - set(done):
+    complete = [c for c, t in tiers.items() if t["archived cells"].split("/")[0] == t["archived cells"].split("/")[1]]
+    # one verdict per claim: its last complete plan (decisive_cells.entry_plan), named "H3 (plan H3.dk)"
+    shown = {c.split(".", 1)[0]: c for c in complete}
+    m = re.search(r"has judged (\d+) of them: (.*?)\.(?: |$)", sec)
+    assert m and int(m.group(1)) == len(shown), sec
+    for base, c in shown.items():
+        name = base if c == base else f"{base} (plan {c})"
+        assert re.search(rf"\b{re.escape(name)}[^;]* {re.escape(tiers[c]['verdict (current criteria)'])}\b",
+                         m.group(2)), (c, sec)
+    rest = re.sub(r"\b\S+ \(plan [^)]*\)", "", m.group(2))
+    for c in set(complete) - set(shown.values()):  # a plan superseded by a later complete one is not named there
+        assert not re.search(rf"\b{re.escape(c)}\b", rest), (c, sec)
+    for c in set(tiers) - set(complete):
         have, planned = tiers[c]["archived cells"].split("/")
         named = f"{c} (" if "." not in c else f"{c.split('.')[0]} (its plan {c};"  # a later plan: <CLAIM>.<name>
         assert named in sec and f"({have} of {planned} cells" in sec, (c, sec)

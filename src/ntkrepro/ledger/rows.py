@@ -165,9 +165,15 @@ def decisive_short(cell: str) -> str:
     if not cell or cell == "-":
         return "-"
     head = cell.split(" (", 1)[0]
+    labels = []
+    plan = re.search(r" of plan (\S+)", cell)  # a later plan of the claim (decisive_cells.entry_plan) says which
+    if plan:
+        labels.append(f"plan {plan.group(1)}")
     at = re.search(r" at the (\w+) settings", cell)  # a decisive run not at the paper's settings says so
     if at:
-        head += f" [{at.group(1)} settings]"
+        labels.append(f"{at.group(1)} settings")
+    if labels:
+        head += f" [{', '.join(labels)}]"
     m = re.search(r"archived: (.*?), (\d{4}-\d\d-\d\d|\?), ([0-9a-f,]+( dirty)?)\)", cell)
     # commits joined with ", " so that a narrow column (the report's) can break between them
     return head if not m else f"{head} ({device_short(m.group(1))}, {m.group(2)}, {m.group(3).replace(',', ', ')})"

@@ -106,9 +106,16 @@ def render_findings(rows: Sequence[Mapping[str, str]], tiers: Sequence[Mapping[s
            + (f"; {_and(reported)} (not claims of the seeds, CLAIMS.md rule 9) are reported without a verdict."
               if reported else ".")]
     order = [str(r.get("id")) for r in rows]  # report order (the table's), not the plan's
-    tiers = sorted(tiers, key=lambda t: order.index(t["claim"]) if t["claim"] in order else len(order))
-    done = [(t["claim"], str(t[TIER_COLUMNS[3]])) for t in tiers
-            if not str(t.get(TIER_COLUMNS[3], "-")).startswith(("INCOMPLETE", "STALE", "-"))]
+    # one verdict per claim: the last of its complete plans in the plan's order, as its ledger entry shows
+    # (decisive_cells.entry_plan); a later plan is keyed <CLAIM>.<name> and named beside the claim
+    shown: dict[str, Mapping[str, str]] = {}
+    for t in tiers:
+        if not str(t.get(TIER_COLUMNS[3], "-")).startswith(("INCOMPLETE", "STALE", "-")):
+            shown[str(t["claim"]).split(".", 1)[0]] = t
+    tiers = sorted(tiers, key=lambda t: order.index(t["claim"].split(".", 1)[0])
+                   if t["claim"].split(".", 1)[0] in order else len(order))
+    done = [(c if t["claim"] == c else f"{c} (plan {t['claim']})", str(t[TIER_COLUMNS[3]]))
+            for c, t in sorted(shown.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))]
     if done:
         out.append(f"The decisive tier (larger runs, archived and judged by today's criteria) has judged "
                    f"{len(done)} of them: {_verdict_groups(done)}.")
