@@ -118,5 +118,5 @@ from ntkrepro.kernels._src.layers import (AvgPool, Conv, Dense, FanInSum, FanOut
                                           GlobalSelfAttention, Identity, Layer, LayerNorm, Relu, parallel, serial)
 
 __all__ = ["BACKENDS", "AvgPool", "Conv", "Dense", "FanInSum", "FanOut", "FastKernelFn", "Flatten", "GlobalAvgPool",
-           "GlobalSelfAttention", "Identity", "Layer", "LayerNorm", "Relu", "default_memory_budget", "flop_count", "from_stax_builder", "kernel_fn",
-           "mc_kernel", "nt_kernel_fn", "parallel", "serial"]
+           "GlobalSelfAttention", "Identity", "Layer", "LayerNorm", "Relu", "default_memory_budget", "flop_count",
+           "from_stax_builder", "kernel_fn", "mc_kernel", "nt_kernel_fn", "parallel", "serial"]

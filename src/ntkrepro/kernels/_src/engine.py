@@ -229,7 +229,8 @@ class FastKernelFn:
     :class:`~.layers.Layer` model, computed by the recursions of :mod:`.layers` (see module
     docstring). ``memory_budget``: bytes per chunk of pairs (default :func:`default_memory_budget`:
     :data:`CPU_MEMORY_BUDGET` on the CPU, :data:`CPU_MEMORY_BUDGET_KEPT` there once
-    :func:`~ntkrepro.kernels.allocator.keep_freed_memory` has run, :data:`DEFAULT_MEMORY_BUDGET` elsewhere); ``rows``: fix the chunk height instead;
+    :func:`~ntkrepro.kernels.allocator.keep_freed_memory` has run, :data:`DEFAULT_MEMORY_BUDGET` elsewhere);
+    ``rows``: fix the chunk height instead;
     ``trim``: drop all-masked sequence tails (exact, :meth:`_trim`); ``False`` computes the whole
     array, as a padding-invariance check of the masking itself needs. ``precision``: every matrix
     product runs under ``jax.default_matmul_precision(precision)``
