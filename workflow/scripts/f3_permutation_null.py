@@ -24,14 +24,7 @@ import json
 import numpy as np
 
 from ntkrepro.framework.claims import f3_group_size, f3_grouped_low_freq, f3_topk, f3_white_share
-
-
-def derangement(rng: np.random.Generator, n: int) -> np.ndarray:
-    """A uniformly drawn permutation of ``n`` positions with no fixed point (as the control's)."""
-    while True:
-        p = rng.permutation(n)
-        if n < 2 or not np.any(p == np.arange(n)):
-            return p
+from ntkrepro.framework.positions import derangement
 
 
 def main() -> None:

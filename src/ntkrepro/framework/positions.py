@@ -41,14 +41,18 @@ def position_kernels_inf(spec: models.BlockSpec, x: np.ndarray, chunk: int = 8) 
     return np.concatenate(out)
 
 
+def derangement(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A uniformly drawn permutation of ``n`` positions with no fixed point (rejection: redraw until none)."""
+    while True:
+        perm = rng.permutation(n)
+        if n < 2 or not np.any(perm == np.arange(n)):
+            return perm
+
+
 def shuffled_positions(seed: int, seq_len: int) -> np.ndarray:
     """The fixed random order of positions of the ``shuffled_pe`` control: a permutation drawn from
     ``seed`` with no fixed point (a derangement: every position gets another position's encoding)."""
-    rng = np.random.default_rng([int(seed), 28])
-    while True:
-        perm = rng.permutation(seq_len)
-        if seq_len < 2 or not np.any(perm == np.arange(seq_len)):
-            return perm
+    return derangement(np.random.default_rng([int(seed), 28]), seq_len)
 
 
 def run_f3(params: dict, ctx) -> dict:
