@@ -10,7 +10,9 @@ before), and prints each part's prediction beside its measurement::
         .venv/bin/python workflow/scripts/profile_h4_predictor.py /tmp/profile-h4
 
 (the measured regression parts include their new shapes' compiles, predicted apart as
-``regression_compile``). Writes ``<out>/profile.json``. A diagnostic, not a test."""
+``regression_compile``). Writes ``<out>/profile.json``. A diagnostic and the measurement of issue 30's
+accuracy target (measured / predicted within [0.67, 1.5] at both tiers), not a test: CI checks [0.5, 2]
+(``tests/test_gpu_run.py``), the bound a missing or doubled part breaks and a shared CPU's stray delay does not."""
 import json
 import statistics
 import sys
@@ -123,7 +125,9 @@ REPORT["calibration_wall_s"] = rec["calibration_wall_s"]
 for t in ("cpu100", "cpu200"):
     r = REPORT[t]
     print(t, "wall %.1f" % r["rec_wall"], "pred %.1f" % r["pred"]["total"],
-          "ratio %.2f" % (r["rec_wall"] / r["pred"]["total"]))
+          "ratio %.2f" % (r["rec_wall"] / r["pred"]["total"]),
+          "(issue 30's target [0.67, 1.5]: %s)" % ("met" if 0.67 <= r["rec_wall"] / r["pred"]["total"] <= 1.5
+                                                  else "NOT met"))
     T = r["tot"]
     def g(*ks, T=T):
         return sum(v for k, v in T.items() if any(k.startswith(x) or k == x for x in ks))
