@@ -20,7 +20,7 @@ from jax.experimental import enable_x64
 
 from ntkrepro.kernels import fast
 from ntkrepro.kernels._src import elementwise
-from ntkrepro.kernels._src.engine import takes_inputs
+from ntkrepro.kernels._src.engine import iter_leaves, takes_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 CFG = {s: yaml.safe_load((ROOT / f"config/{s}.yaml").read_text())["hron2020"] for s in ("smoke", "default", "paper")}
@@ -326,6 +326,30 @@ def test_row_chunks_and_per_layer_computations_give_the_same_kernel():
             assert rel(getattr(chunked, g), getattr(whole, g)) <= 1e-6
     tiny_budget = fast.kernel_fn(model, "fast", memory_budget=1)
     assert tiny_budget.rows_for(5, 5, x1.shape[1:], 4, True) == 1
+
+
+def test_cheap_leaves_run_inside_the_computation_of_the_leaf_before_them(monkeypatch):
+    from ntkrepro.kernels._src import combinators
+
+    model = h4_model("residual", 1)  # Conv(3x3) Relu Conv(1x1) FanOut parallel(...) FanInSum LayerNorm Flatten Dense
+    kf = fast.FastKernelFn(model, split_layers=True)
+    x1, x2 = images(4, 4, 60), images(3, 4, 61)
+    assert [r["layer"] for r in kf.profile_layers(x1, x2, repeats=1)] == [
+        "Conv", "Relu+Conv+FanOut", "Identity", "GlobalSelfAttention", "FanInSum", "LayerNorm", "Flatten+Dense"]
+    fused = kf(x1, x2)
+    # the same numbers as every leaf in its own computation (one run per layer)
+    monkeypatch.setattr(combinators._Serial, "_runs", lambda self, plan: [(i, i + 1) for i in range(len(self.layers))])
+    alone = fast.FastKernelFn(model, split_layers=True)
+    assert [r["layer"] for r in alone.profile_layers(x1, x2, repeats=1)][1:4] == ["Relu", "Conv", "FanOut"]
+    for g in ("nngp", "ntk"):
+        assert rel(getattr(alone(x1, x2), g), getattr(fused, g)) <= 1e-6
+    # what fuses: affine maps (Dense, 1x1 Conv) and a FanOut that hands no array on twice; not a 3x3 stencil
+    plan = kf.plan((4, 4, 3))
+    fl = {type(leaf).__name__ + str(getattr(leaf, "filter_shape", "")): leaf.fuses_into_previous(pl)
+          for leaf, pl in iter_leaves(model, plan)}
+    assert fl["Conv(3, 3)"] is False and fl["Conv(1, 1)"] and fl["FanOut"] and fl["Dense"] and not fl["Relu"]
+    same = combinators.FanOut(2)
+    assert not same.fuses_into_previous(same.plan(None, ("full", "full")))
 
 
 def test_one_description_builds_both_backends():

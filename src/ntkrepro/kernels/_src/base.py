@@ -357,6 +357,13 @@ class Layer:
     def pair(self, p: Pair, aux1: Any, aux2: Any, plan: Plan) -> Pair:
         raise NotImplementedError
 
+    def fuses_into_previous(self, plan: Plan) -> bool:
+        """Whether this leaf's pair update is a cheap map of the state, elementwise in its mode (an affine
+        ``Dense`` / 1x1 ``Conv``; a ``FanOut`` taking a diagonal): the engine then runs it inside the
+        computation of the leaf before it (:func:`.combinators.fused`), one pass over the pair arrays fewer.
+        Default: no."""
+        return False
+
     def pair_with(self, run: Callable[..., Pair], p: Any, aux1: Any, aux2: Any, plan: Plan) -> Any:
         """The per-pair pass with every *leaf* layer evaluated by ``run(layer, p, aux1, aux2, plan)``
         (the engine jits each leaf separately: XLA fusing across layers made the CPU loops slower)."""

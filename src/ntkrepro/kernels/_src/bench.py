@@ -165,7 +165,7 @@ def compare_backends(model: Layer, x1: Any, x2: Any, *, mask_constant: float | N
     best_fast, best_cpu = min(times["fast"][0]), min(times["fast"][1])
     out["fast"]["flops_per_second"] = fl["total"] * pairs / best_fast
     out["fast"]["fraction_of_matmul"] = out["fast"]["flops_per_second"] / peak["best"]
-    att = [r for r in prof if r["layer"] == "GlobalSelfAttention"]
+    att = [r for r in prof if "GlobalSelfAttention" in r["layer"].split("+")]
     if att and fl["attention"] > 0:
         a_wall = sum(r["wall_s"] for r in att)
         a_cpu = sum(r["cpu_s"] for r in att)

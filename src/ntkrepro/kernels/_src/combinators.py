@@ -60,6 +60,12 @@ class FanOut(Layer):
     def pair(self, p, aux1, aux2, plan):
         return tuple(convert_pair(p, plan.in_mode, m) for m in plan.out_mode)
 
+    def fuses_into_previous(self, plan):
+        """A ``FanOut`` that reduces the state for some branch (e.g. to its diagonal) and hands it on unchanged
+        to at most one: no array comes out of the fused computation twice (each would be a copy)."""
+        return (any(m != plan.in_mode for m in plan.out_mode)
+                and sum(m == plan.in_mode for m in plan.out_mode) <= 1 and len(set(plan.out_mode)) == self.num)
+
 
 @dataclass(frozen=True, repr=False)
 class FanInSum(Layer):
@@ -150,12 +156,62 @@ class _Serial(Layer):
         return self.pair_with(_direct, p, aux1, aux2, plan)
 
     def pair_with(self, run, p, aux1, aux2, plan):
-        for l, pl, a1, a2 in zip(self.layers, plan.children, aux1, aux2):
-            p = l.pair_with(run, p, a1, a2, pl)
+        for i, j in self._runs(plan):
+            if j == i + 1:
+                p = self.layers[i].pair_with(run, p, aux1[i], aux2[i], plan.children[i])
+            else:  # a leaf and the cheap leaves after it (Layer.fuses_into_previous): one computation
+                leaf, leaf_plan = self._fused(i, j, plan)
+                p = run(leaf, p, tuple(aux1[i:j]), tuple(aux2[i:j]), leaf_plan)
         return p
+
+    def _runs(self, plan) -> list[tuple[int, int]]:
+        """``[(i, j)]``: the layers ``i .. j-1`` run together: a leaf followed by the leaves that fuse into it."""
+        runs, i, n = [], 0, len(self.layers)
+        while i < n:
+            j = i + 1
+            if _is_leaf(self.layers[i]):
+                while j < n and _is_leaf(self.layers[j]) and self.layers[j].fuses_into_previous(plan.children[j]):
+                    j += 1
+            runs.append((i, j))
+            i = j
+        return runs
+
+    def _fused(self, i: int, j: int, plan: Plan):
+        """The :class:`Fused` leaf of layers ``i .. j-1`` (one object per run and plan: the engine caches its
+        compiled computation by the leaf's identity) and its plan."""
+        cache = self.__dict__.setdefault("_fused_cache", {})
+        key = (i, j, plan)
+        if key not in cache:
+            kids = plan.children[i:j]
+            cache[key] = (Fused(self.layers[i:j]),
+                          Plan(kids[0].in_shape, kids[-1].out_shape, kids[0].in_mode, kids[-1].out_mode, kids))
+        return cache[key]
 
     def __repr__(self):
         return "serial(" + ", ".join(map(repr, self.layers)) + ")"
+
+
+def _is_leaf(layer: Layer) -> bool:
+    return getattr(layer, "layers", None) is None
+
+
+class Fused(Layer):
+    """Consecutive leaves of a ``serial`` evaluated as one leaf of the per-pair pass: a leaf and the cheap maps
+    after it (:meth:`Layer.fuses_into_previous`), so that the engine compiles them into one XLA computation and
+    the pair arrays are not written and read again between them (the Residual family's ``Relu -> Conv(1x1) ->
+    FanOut``). Its plan's children are the members' plans; ``aux`` the members' tuple. The same numbers as the
+    members one after another (it calls their ``pair``)."""
+
+    def __init__(self, layers: Sequence[Layer]):
+        self.members = tuple(layers)
+
+    def pair(self, p, aux1, aux2, plan):
+        for l, pl, a1, a2 in zip(self.members, plan.children, aux1, aux2):
+            p = l.pair(p, a1, a2, pl)
+        return p
+
+    def __repr__(self):
+        return "fused(" + ", ".join(map(repr, self.members)) + ")"
 
 
 class _Parallel(Layer):

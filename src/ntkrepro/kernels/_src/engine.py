@@ -197,6 +197,13 @@ def _pairs_of(k: Any) -> int:
     return int(k.shape[0] * k.shape[3 if k.ndim >= 4 else 2])
 
 
+def _label(leaf: Layer) -> str:
+    """A leaf's name in :meth:`FastKernelFn.profile_layers` (a :class:`~.combinators.Fused` run: its members' names
+    joined by ``+``, e.g. ``Relu+Conv+FanOut``)."""
+    members = getattr(leaf, "members", None)
+    return "+".join(type(m).__name__ for m in members) if members is not None else type(leaf).__name__
+
+
 def _runs_eagerly(leaf: Layer, plan: Plan) -> bool:
     """Layers whose pair update is no computation (``Identity``; ``FanOut`` handing each branch
     the state in its own mode; ``FanInSum`` of two arrays is one addition): run without a compiled
@@ -421,7 +428,7 @@ class FastKernelFn:
                 wall.append(time.perf_counter() - t0)
                 cpu.append(time.process_time() - c0)
             mem = fn.lower(*args).compile().memory_analysis() if entry is not None else None
-            rows.append({"layer": type(leaf).__name__, "in_mode": plan.in_mode, "out_mode": plan.out_mode,
+            rows.append({"layer": _label(leaf), "in_mode": plan.in_mode, "out_mode": plan.out_mode,
                          "pairs": _pairs_of(ins[0].k),
                          "wall_s": min(wall), "cpu_s": min(cpu),
                          "memory_bytes": int(mem.argument_size_in_bytes + mem.output_size_in_bytes

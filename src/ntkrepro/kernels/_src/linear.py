@@ -199,6 +199,9 @@ class Dense(Layer):
     def pair(self, p, aux1, aux2, plan):
         return _linear_pair(p, plan.in_mode, lambda a: a, self.W_std, self.b_std, aux1, aux2)
 
+    def fuses_into_previous(self, plan):
+        return True  # K' = w^2 K + b^2 entry by entry, in any mode
+
 
 @stax_keywords(dimension_numbers=None, parameterization="ntk", s=(1, 1))
 @dataclass(frozen=True, repr=False)
@@ -256,6 +259,10 @@ class Conv(Layer):
             cov = cov.reshape(n, so)
         mask = self._out_mask(st.mask, plan.in_shape)
         return Single(_mask_single(_affine(cov, self.W_std, self.b_std), mask, plan.in_mode), mask), mask
+
+    def fuses_into_previous(self, plan):
+        """A 1x1 filter is the affine map of ``Dense``, entry by entry (no stencil)."""
+        return all(k == 1 for k in self.filter_shape)
 
     def takes_inputs(self, plan, channels: int) -> bool:
         """Whether this layer, as the model's first, computes from the inputs' patches (``Pair.k`` an
