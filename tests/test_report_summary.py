@@ -109,11 +109,11 @@ def test_the_figure_counts_the_verdicts_per_tier():
     assert counts["default"] == {k: v for k, v in (("reproduced", n_rep), ("inconclusive", n_inc),
                                                    ("not_reproduced", words.count("not reproduced")),
                                                    ("no_verdict", n_none)) if v}
-    # pending: H6 (1 of 4 cells) and G3 (planned at the authors' conditions, no cell yet); H3 by its plan H3.dk
-    assert counts["decisive"] == {"none": 13, "reproduced": 3, "inconclusive": 2, "not_reproduced": 1, "pending": 2}
+    # pending: G3 (planned at the authors' conditions, no cell yet); H3 by its plan H3.dk; H6 complete (inconclusive)
+    assert counts["decisive"] == {"none": 13, "reproduced": 3, "inconclusive": 3, "not_reproduced": 1, "pending": 1}
     fig = verdict_figure_tex(entries)
     assert fig.count(r"\filldraw") == 2 * 21 and set(re.findall(r"fill=([^,]+),", fig)) <= set(SUMMARY_COLOUR.values())
-    assert f"reproduced ({n_rep} default, 3 decisive)" in fig and f"({n_inc} default, 2 decisive)" in fig
+    assert f"reproduced ({n_rep} default, 3 decisive)" in fig and f"({n_inc} default, 3 decisive)" in fig
 
 
 def _render(tmp_path, monkeypatch, entries) -> str:

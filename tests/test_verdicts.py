@@ -179,7 +179,7 @@ def test_readme_opens_with_the_findings_of_the_snapshot(repo_root):
         have, planned = tiers[c]["archived cells"].split("/")
         named = f"{c} (" if "." not in c else f"{c.split('.')[0]} (its plan {c};"  # a later plan: <CLAIM>.<name>
         assert named in sec and f"({have} of {planned} cells" in sec, (c, sec)
-    assert "H4 not reproduced" in sec and "H6 (IMDb" in sec
+    assert "H4 not reproduced" in sec and "H6 and A4 inconclusive" in sec
 
 
 def test_sync_readme_is_idempotent(tmp_path, repo_root):
