@@ -331,6 +331,11 @@ def test_row_chunks_and_per_layer_computations_give_the_same_kernel():
 def test_cheap_leaves_run_inside_the_computation_of_the_leaf_before_them(monkeypatch):
     from ntkrepro.kernels._src import combinators
 
+    # cheap leaves that open a serial (the sweep model's Residual branch) run one by one
+    branch = fast.serial(fast.Conv(4, (1, 1)), fast.FanOut(2), fast.parallel(fast.Identity(), fast.Identity()),
+                         fast.FanInSum(), fast.Flatten(), fast.Dense(1))
+    bplan = branch.plan((4, 4), "none")
+    assert branch._runs(bplan) == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 6)]
     model = h4_model("residual", 1)  # Conv(3x3) Relu Conv(1x1) FanOut parallel(...) FanInSum LayerNorm Flatten Dense
     kf = fast.FastKernelFn(model, split_layers=True)
     x1, x2 = images(4, 4, 60), images(3, 4, 61)

@@ -165,11 +165,13 @@ class _Serial(Layer):
         return p
 
     def _runs(self, plan) -> list[tuple[int, int]]:
-        """``[(i, j)]``: the layers ``i .. j-1`` run together: a leaf followed by the leaves that fuse into it."""
+        """``[(i, j)]``: the layers ``i .. j-1`` run together: a leaf that is not itself cheap, followed by the
+        cheap leaves after it. Cheap leaves that open a ``serial`` run one by one: in a computation of their own
+        (``Conv(1x1) -> FanOut`` apart from the ReLU before them) they measured 6-9 % slower than apart."""
         runs, i, n = [], 0, len(self.layers)
         while i < n:
             j = i + 1
-            if _is_leaf(self.layers[i]):
+            if _is_leaf(self.layers[i]) and not self.layers[i].fuses_into_previous(plan.children[i]):
                 while j < n and _is_leaf(self.layers[j]) and self.layers[j].fuses_into_previous(plan.children[j]):
                     j += 1
             runs.append((i, j))
