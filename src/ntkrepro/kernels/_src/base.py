@@ -360,8 +360,8 @@ class Layer:
     def fuses_into_previous(self, plan: Plan) -> bool:
         """Whether this leaf's pair update is a cheap map of the state, elementwise in its mode (an affine
         ``Dense`` / 1x1 ``Conv``; a ``FanOut`` taking a diagonal): the engine then runs it inside the
-        computation of the leaf before it (:class:`.combinators.Fused`; not when that leaf is cheap too), one pass over the pair arrays fewer.
-        Default: no."""
+        computation of the leaf before it (:class:`.combinators.Fused`; not when that leaf is cheap too), one
+        pass over the pair arrays fewer. Default: no."""
         return False
 
     def pair_with(self, run: Callable[..., Pair], p: Any, aux1: Any, aux2: Any, plan: Plan) -> Any:
