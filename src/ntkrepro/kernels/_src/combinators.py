@@ -63,8 +63,7 @@ class FanOut(Layer):
     def fuses_into_previous(self, plan):
         """A ``FanOut`` that reduces the state for some branch (e.g. to its diagonal) and hands it on unchanged
         to at most one: no array comes out of the fused computation twice (each would be a copy)."""
-        return (any(m != plan.in_mode for m in plan.out_mode)
-                and sum(m == plan.in_mode for m in plan.out_mode) <= 1 and len(set(plan.out_mode)) == self.num)
+        return len(set(plan.out_mode)) == self.num and any(m != plan.in_mode for m in plan.out_mode)
 
 
 @dataclass(frozen=True, repr=False)
