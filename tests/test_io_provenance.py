@@ -50,6 +50,26 @@ def test_provenance_has_required_fields(tmp_path):
     json.dumps(rec)
 
 
+def test_cpu_description_names_the_model_and_the_vector_extensions(tmp_path):
+    # a two-processor /proc/cpuinfo, generated: the first processor's model and flags are recorded
+    text = ("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Test CPU @ 2.60GHz\n"
+            "flags\t\t: fpu sse2 avx2 fma avx512f amx_tile avx512_bf16\n\n"
+            "processor\t: 1\nmodel name\t: Other CPU\nflags\t\t: fpu\n")
+    parsed = provenance.parse_cpuinfo(text)
+    assert parsed == {"cpu_model": "Test CPU @ 2.60GHz", "cpu_features": ["avx2", "fma", "avx512f", "avx512_bf16",
+                                                                          "amx_tile"]}
+    assert provenance.parse_cpuinfo("") == {}
+    f = tmp_path / "cpuinfo"
+    f.write_text(text)
+    rec = provenance.cpu_description(f)
+    assert rec["cpu_model"] == "Test CPU @ 2.60GHz" and rec["cpu_count"] >= 1
+    # no /proc/cpuinfo (macOS): the platform's name, never an error
+    assert provenance.cpu_description(tmp_path / "absent")["cpu_model"]
+    # every provenance record carries the CPU it ran on
+    dev = provenance.collect(scale="smoke")["device"]
+    assert {"cpu", "cpu_model", "cpu_count"} <= set(dev)
+
+
 def test_atomic_outputs_have_ordinary_permissions(tmp_path):
     import os
     import stat

@@ -28,6 +28,7 @@ import datetime as _dt
 import functools
 import hashlib
 import importlib.metadata as md
+import os
 import platform
 import subprocess
 import sys
@@ -91,7 +92,45 @@ def device_info() -> dict[str, Any]:
         info["torch"] = (f"cuda:{torch.cuda.get_device_name(0)}" if torch.cuda.is_available()
                          else "cpu")
     info["cpu"] = platform.processor() or platform.machine()
+    info.update(cpu_description())
     return info
+
+
+#: CPU features recorded in provenance (:func:`cpu_description`): the vector and matrix extensions that
+#: decide which GEMM and elementwise kernels XLA and torch run, hence every speed measured here.
+CPU_FEATURES: tuple[str, ...] = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16")
+
+
+def parse_cpuinfo(text: str) -> dict[str, Any]:
+    """``cpu_model`` (the first ``model name``) and ``cpu_features`` (those of :data:`CPU_FEATURES` in the
+    first ``flags`` line) of a Linux ``/proc/cpuinfo`` text; absent fields are left out."""
+    out: dict[str, Any] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep:
+            continue
+        if key == "model name" and "cpu_model" not in out:
+            out["cpu_model"] = value.strip()
+        elif key == "flags" and "cpu_features" not in out:
+            flags = set(value.split())
+            out["cpu_features"] = [f for f in CPU_FEATURES if f in flags]
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_description(cpuinfo: PathLike = "/proc/cpuinfo") -> dict[str, Any]:
+    """The CPU a result was computed on: ``cpu_model``, ``cpu_features`` (:func:`parse_cpuinfo`; Linux only)
+    and ``cpu_count`` (logical CPUs). Benchmarks and decisive cells' CPU times are comparable only on the
+    same model and features: the fast-kernel benchmark of 2026-12-07 ran on a 2-core Xeon with AVX-512 and
+    AMX at a 1024 matmul of 264-279 GFLOP/s, the earlier runs at 193-198 on a CPU they did not record, and
+    the speed-ups over neural-tangents differed by up to 1.6x between them (docs/kernels.md)."""
+    out: dict[str, Any] = {"cpu_count": os.cpu_count()}
+    try:
+        out.update(parse_cpuinfo(Path(cpuinfo).read_text(errors="replace")))
+    except OSError:  # no /proc (macOS, Windows): the platform's own name
+        out["cpu_model"] = platform.processor() or platform.machine()
+    return out
 
 
 @functools.lru_cache(maxsize=64)
