@@ -85,27 +85,24 @@ counted as 0 (elementwise). :func:`flop_count` evaluates this for a model and in
 Benchmark: :func:`ntkrepro.hron2020.benchmark.run_benchmark` (rule ``fast_kernels_benchmark``; the
 generic timing / FLOP helpers are in :mod:`ntkrepro.kernels._src.bench`).
 
-Targets met and missed (benchmark of 2026-12-02, default cases, 2-core CPU under load ~2-4)
---------------------------------------------------------------------------------------------
-Medians over 3 interleaved runs (speed-up = fast pairs/s over neural-tangents pairs/s):
+Targets met and missed (latest fresh-clone benchmark, 2026-12-07, commit 225aed4)
+--------------------------------------------------------------------------------
+Speed-ups are ratios of two programs on one CPU and depend on it (every provenance record now names the CPU:
+``device.cpu_model``, ``cpu_features``). On a 2-core Xeon with AVX-512 and AMX (1024 matmul 264-279 GFLOP/s),
+medians of 3 interleaved runs, fast over neural-tangents on the same blocks:
 
-* CIFAR S = 64: Struct 10.0x, Vanilla 10.7x, Struct depth 2 14.1x, GAP 12.4x (met); **Residual
-  8.0x (best-of 9.3x), missed**: its kernel is 18 ms per 256 pairs, of which the layers' own
-  computations are 11 ms; 1.7 ms was the identity branch's diagonal extraction run eagerly (now one
-  compiled computation, :func:`engine._runs_eagerly`; not re-measured) and the rest per-chunk
-  dispatch of the 10 layer computations and the per-input pass.
-* CIFAR S = 256: 7.6x / 6.7x / 5.2x (Struct / Vanilla / Residual), GAP 11.6x: met (>= 5x).
-* Attention contraction >= 30 % of matmul FLOP/s: met for every CIFAR case (34-70 %) and IMDb
-  length 500 (58 %); IMDb length 128 29 % (wall; 50 % in CPU time: the machine was loaded).
-* **IMDb length 500 (every review full length): 3.7x (best-of 4.7x), missed.** Bound: at length
-  500 the work is the attention layer with *full* output (the next ReLU needs all :math:`S^2`
-  entries), :math:`8S^3` FLOPs per pair (two :math:`S\times S` GEMMs per kernel, the same count
-  neural-tangents performs), 98 % of the model's FLOPs; neural-tangents already runs that at ~12
-  GFLOP/s, 7 % of this CPU's 168 GFLOP/s fp32 matmul, so even a model run entirely at matmul peak
-  would be only ~13.5x faster; 10x needs 74 % of matmul peak end to end. Measured: attention at
-  58 % of peak, ReLU + conv + pooling another 25 % of the time. With real review lengths the
-  all-masked tail is dropped exactly (``imdb-short``, 100-250 tokens in a 500 array): 22.9x; the
-  gain in H6 needs blocks of similar lengths (sorting reviews by length before blocking, not done).
+* CIFAR S = 64 (target 15x): Struct / Vanilla / Residual 9.0 / 9.7 / 8.4x on 16 x 16 blocks, 12.3 / 13.4 /
+  11.6x on 64 x 64 blocks, GAP 13.3x, Struct depth 2 13.1x: **missed** (on the CPU of the earlier runs, matmul
+  193-198 GFLOP/s, 13.6-21.4x: met except by Residual); the whole model at 0.10-0.23 of the matmul (target 0.4,
+  **missed**; the bound is derived in docs/kernels.md, "On another CPU").
+* CIFAR S = 256 (target 5x): 7.0 / 7.5 / 7.2x, GAP 17.9x: met; the whole Struct / Vanilla model at 0.40 / 0.44
+  of the matmul.
+* IMDb at L = 500 on the subset's real review lengths (target 10x): 13.5x, met (length-aware blocks,
+  :func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`); every review at full length 3.9x (at
+  L = 500 the attention's full-output GEMMs are 98 % of the FLOPs and neural-tangents' attention is itself
+  close to the matmul bound, so no rewrite gives 10x there; issue 36).
+* The H4 sweep model (six families at once) against the six neural-tangents models: 21x (depth 1), 43x
+  (depth 2).
 """
 
 from __future__ import annotations
