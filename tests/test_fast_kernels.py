@@ -348,6 +348,26 @@ def test_cheap_leaves_run_inside_the_computation_of_the_leaf_before_them(monkeyp
     assert [r["layer"] for r in alone.profile_layers(x1, x2, repeats=1)][1:4] == ["Relu", "Conv", "FanOut"]
     for g in ("nngp", "ntk"):
         assert rel(getattr(alone(x1, x2), g), getattr(fused, g)) <= 1e-6
+    # the closing FanOut's diagonal branch is the ReLU and 1x1 conv run on the input's diagonal (Fused docstring):
+    # taken here, and the same numbers on a symmetric block too (coincident entries on the diagonal)
+    monkeypatch.undo()
+    taken = []
+    reduce = combinators.Fused._reduced_branch
+    monkeypatch.setattr(combinators.Fused, "_reduced_branch", lambda *a: taken.append(r := reduce(*a)) or r)
+    sym = fast.FastKernelFn(model, split_layers=True)(x1, None)
+    assert taken and all(r is not None for r in taken)
+    for g in ("nngp", "ntk"):
+        assert rel(getattr(fast.FastKernelFn(model, split_layers=True)(x1, x2), g), getattr(fused, g)) <= 1e-6
+    monkeypatch.undo()
+    assert [r["layer"] for r in fast.FastKernelFn(model, split_layers=True).profile_layers(x1, None, repeats=1)][1] \
+        == "Relu+Conv+FanOut"
+    for g in ("nngp", "ntk"):
+        assert rel(getattr(sym, g), getattr(fast.kernel_fn(model, "nt")(x1, None, ("nngp", "ntk")), g)) <= 1e-5
+    # not where a member needs more than the branch's mode of its input: attention's diagonal needs the whole covariance
+    att, fo = fast.GlobalSelfAttention(4, 4, 4, 1), combinators.FanOut(2)
+    both = (att.plan((4, 4), "full"), fo.plan((4, 4), ("diag", "full")))
+    aplan = type(both[0])((4, 4), (4, 4), "full", ("diag", "full"), both)
+    assert combinators.Fused([att, fo])._reduced_branch(None, "diag", (None, None), (None, None), aplan) is None
     # what fuses: affine maps (Dense, 1x1 Conv) and a FanOut that hands no array on twice; not a 3x3 stencil
     plan = kf.plan((4, 4, 3))
     fl = {type(leaf).__name__ + str(getattr(leaf, "filter_shape", "")): leaf.fuses_into_previous(pl)
