@@ -85,23 +85,22 @@ counted as 0 (elementwise). :func:`flop_count` evaluates this for a model and in
 Benchmark: :func:`ntkrepro.hron2020.benchmark.run_benchmark` (rule ``fast_kernels_benchmark``; the
 generic timing / FLOP helpers are in :mod:`ntkrepro.kernels._src.bench`).
 
-Targets met and missed (latest fresh-clone benchmark, 2026-12-07, commit 225aed4)
---------------------------------------------------------------------------------
-Speed-ups are ratios of two programs on one CPU and depend on it (every provenance record now names the CPU:
-``device.cpu_model``, ``cpu_features``). On a 2-core Xeon with AVX-512 and AMX (1024 matmul 264-279 GFLOP/s),
-medians of 3 interleaved runs, fast over neural-tangents on the same blocks:
+Targets met and missed (fresh-clone benchmarks of 2026-12-07, commits 225aed4 and 3f27dbc)
+------------------------------------------------------------------------------------------
+Speed-ups are ratios of two programs on one CPU and depend on it (every provenance record names the CPU:
+``device.cpu_model``, ``cpu_features``). On a 2-core Xeon with AVX-512 and AMX (1024 matmul 264-311 GFLOP/s),
+medians of 3 interleaved runs, fast over neural-tangents on the same blocks, ranges over the two runs:
 
-* CIFAR S = 64 (target 15x): Struct / Vanilla / Residual 9.0 / 9.7 / 8.4x on 16 x 16 blocks, 12.3 / 13.4 /
-  11.6x on 64 x 64 blocks, GAP 13.3x, Struct depth 2 13.1x: **missed** (on the CPU of the earlier runs, matmul
-  193-198 GFLOP/s, 13.6-21.4x: met except by Residual); the whole model at 0.10-0.23 of the matmul (target 0.4,
-  **missed**; the bound is derived in docs/kernels.md, "On another CPU").
-* CIFAR S = 256 (target 5x): 7.0 / 7.5 / 7.2x, GAP 17.9x: met; the whole Struct / Vanilla model at 0.40 / 0.44
-  of the matmul.
+* CIFAR S = 64 (target 15x): Struct / Vanilla / Residual 9.0-9.7 / 9.4-9.7 / 8.4-8.6x on 16 x 16 blocks,
+  11.1-12.3 / 12.1-13.4 / 11.6-12.4x on 64 x 64 blocks, GAP 13.3-14.2x, Struct depth 2 12.3-13.1x: **missed**
+  (on the CPU of the earlier runs, matmul 193-198 GFLOP/s, 13.6-21.4x: met except by Residual); the whole model
+  at 0.10-0.23 of the matmul (target 0.4, **missed**; why: docs/kernels.md, "On another CPU").
+* CIFAR S = 256 (target 5x): 6.7-7.5x, GAP 17.9-19.0x: met.
 * IMDb at L = 500 on the subset's real review lengths (target 10x): 13.5x, met (length-aware blocks,
-  :func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`); every review at full length 3.9x (at
+  :func:`ntkrepro.kernels.blocks.compute_kernel_blocks_sorted`); every review at full length 3.9-4.1x (at
   L = 500 the attention's full-output GEMMs are 98 % of the FLOPs and neural-tangents' attention is itself
   close to the matmul bound, so no rewrite gives 10x there; issue 36).
-* The H4 sweep model (six families at once) against the six neural-tangents models: 21x (depth 1), 43x
+* The H4 sweep model (six families at once) against the six neural-tangents models: 21x (depth 1), 41-43x
   (depth 2).
 """
 
