@@ -356,8 +356,6 @@ def test_cheap_leaves_run_inside_the_computation_of_the_leaf_before_them(monkeyp
     monkeypatch.setattr(combinators.Fused, "_reduced_branch", lambda *a: taken.append(r := reduce(*a)) or r)
     sym = fast.FastKernelFn(model, split_layers=True)(x1, None)
     assert taken and all(r is not None for r in taken)
-    for g in ("nngp", "ntk"):
-        assert rel(getattr(fast.FastKernelFn(model, split_layers=True)(x1, x2), g), getattr(fused, g)) <= 1e-6
     monkeypatch.undo()
     assert [r["layer"] for r in fast.FastKernelFn(model, split_layers=True).profile_layers(x1, None, repeats=1)][1] \
         == "Relu+Conv+FanOut"

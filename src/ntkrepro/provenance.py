@@ -123,8 +123,8 @@ def cpu_description(cpuinfo: PathLike = "/proc/cpuinfo") -> dict[str, Any]:
     """The CPU a result was computed on: ``cpu_model``, ``cpu_features`` (:func:`parse_cpuinfo`; Linux only)
     and ``cpu_count`` (logical CPUs). Benchmarks and decisive cells' CPU times are comparable only on the
     same model and features: the fast-kernel benchmark of 2026-12-07 ran on a 2-core Xeon with AVX-512 and
-    AMX at a 1024 matmul of 264-279 GFLOP/s, the earlier runs at 193-198 on a CPU they did not record, and
-    the speed-ups over neural-tangents differed by up to 1.6x between them (docs/kernels.md)."""
+    AMX at a 1024 matmul of 264-311 GFLOP/s, the earlier runs at 193-198 on a CPU they did not record, and
+    the speed-ups over neural-tangents differed by up to 2x between them (docs/kernels.md, "On another CPU")."""
     out: dict[str, Any] = {"cpu_count": os.cpu_count()}
     try:
         out.update(parse_cpuinfo(Path(cpuinfo).read_text(errors="replace")))

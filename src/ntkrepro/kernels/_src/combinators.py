@@ -205,7 +205,7 @@ class Fused(Layer):
 
     **A closing ``FanOut``'s reduced branches from the reduced input** (:meth:`_reduced_branch`): where every
     member before the ``FanOut`` computes a branch's mode (e.g. the diagonal) from that mode of its input
-    (:meth:`Layer.need`), the branch is the members run on the reduced input, not the reduction of their full
+    (:meth:`Layer.plan`), the branch is the members run on the reduced input, not the reduction of their full
     output. Each entry is the same arithmetic on the same numbers; what changes is XLA's schedule: read from the
     full output, the diagonal made the ReLU's output an array with two consumers (the 1x1 conv's affine map and
     the diagonal, which XLA moved ahead of the affine map), so the ReLU wrote its output and the affine map ran as
@@ -217,18 +217,16 @@ class Fused(Layer):
         self.members = tuple(layers)
 
     def pair(self, p, aux1, aux2, plan):
-        last, lpl = self.members[-1], plan.children[-1]
-        if isinstance(last, FanOut) and isinstance(p, Pair):
-            q = p
-            for l, pl, a1, a2 in zip(self.members[:-1], plan.children[:-1], aux1, aux2):
-                q = l.pair(q, a1, a2, pl)
-            branches = []
-            for m in lpl.out_mode:
-                reduced = None if m == lpl.in_mode else self._reduced_branch(p, m, aux1, aux2, plan)
-                branches.append(reduced if reduced is not None else convert_pair(q, lpl.in_mode, m))
-            return tuple(branches)
+        p_in = p
         for l, pl, a1, a2 in zip(self.members, plan.children, aux1, aux2):
             p = l.pair(p, a1, a2, pl)
+        if isinstance(self.members[-1], FanOut) and isinstance(p_in, Pair):
+            # the FanOut's own reductions of the full output stay unused where a reduced branch replaces them
+            # (XLA drops them); see the class docstring
+            fan = plan.children[-1]
+            reduced = [None if m == fan.in_mode else self._reduced_branch(p_in, m, aux1, aux2, plan)
+                       for m in fan.out_mode]
+            p = tuple(o if r is None else r for o, r in zip(p, reduced))
         return p
 
     def _reduced_branch(self, p: Pair, mode: str, aux1, aux2, plan: Plan) -> Pair | None:
