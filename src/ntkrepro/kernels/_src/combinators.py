@@ -210,7 +210,7 @@ class Fused(Layer):
     full output, the diagonal made the ReLU's output an array with two consumers (the 1x1 conv's affine map and
     the diagonal, which XLA moved ahead of the affine map), so the ReLU wrote its output and the affine map ran as
     a second pass over it. Measured 2026-12-07 (Residual depth 1, S = 64, whole calls interleaved, nothing else
-    running): the fused leaf 7.1 -> 3.1 ms per 1,024 pairs, whole call 0.86-0.91x (64 x 64 blocks; two paired runs
+    running): the fused leaf 7.1 -> 3.1 ms per 1,024 pairs, whole call 0.86-0.96x (64 x 64 blocks; four paired runs
     of 10-12 calls) and 0.93x (16 x 16; 40-60 calls); kernels bit-identical."""
 
     def __init__(self, layers: Sequence[Layer]):
